@@ -1,9 +1,10 @@
 // Status values for softfab's C++ layers: an error number and a static message.
 //
-// Codes are errno values (EINVAL, ENOMEM, EAGAIN, ...) plus the few fabric-only codes below,
-// so the conversion at each public boundary is mechanical: verbs-style calls return the
-// code, fabric-style calls return its negation. A Status never allocates (the message is a
-// string literal), so it is cheap enough for the data path.
+// Codes are errno values (EINVAL, ENOMEM, EAGAIN, ...) plus the few fabric-only
+// codes below, so the conversion at each public boundary is mechanical:
+// verbs-style calls return the code, fabric-style calls return its negation. A
+// Status never allocates (the message is a string literal), so it is cheap
+// enough for the data path.
 #ifndef SOFTFAB_CORE_STATUS_H_
 #define SOFTFAB_CORE_STATUS_H_
 
@@ -14,14 +15,18 @@
 namespace softfab {
 
 // Fabric-only error numbers, equal to libfabric's values so logs read the same.
-inline constexpr int kErrTruncated = 265;  // FI_ETRUNC: message larger than the buffer.
-inline constexpr int kErrNoMessage = ENOMSG;  // FI_ENOMSG: a peek found nothing.
+// FI_ETRUNC: the message was larger than the buffer.
+inline constexpr int kErrTruncated = 265;
+// FI_ENOMSG: a peek found nothing.
+inline constexpr int kErrNoMessage = ENOMSG;
 
 class [[nodiscard]] Status {
  public:
   constexpr Status() = default;
-  // `code` is a positive errno-style value; `message` must be a string literal (not owned).
-  constexpr Status(int code, const char* message) : code_(code), message_(message) {}
+  // `code` is a positive errno-style value; `message` must be a string literal
+  // (not owned).
+  constexpr Status(int code, const char* message)
+      : code_(code), message_(message) {}
 
   static constexpr Status Ok() { return Status(); }
 
@@ -53,16 +58,21 @@ inline constexpr Status NotFound(const char* message) {
 inline constexpr Status NotSupported(const char* message) {
   return Status(ENOSYS, message);
 }
-inline constexpr Status Busy(const char* message) { return Status(EBUSY, message); }
+inline constexpr Status Busy(const char* message) {
+  return Status(EBUSY, message);
+}
 
-// A value or the Status that explains its absence. Holding an OK status without a value
-// is impossible by construction.
+// A value or the Status that explains its absence. Holding an OK status without
+// a value is impossible by construction.
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design.
-  StatusOr(Status status) : status_(status) {      // NOLINT: implicit by design.
-    if (status_.ok()) status_ = Status(EINVAL, "StatusOr built from an OK status");
+  // Implicit by design, so a function can `return value;` or `return status;`.
+  StatusOr(T value) : value_(std::move(value)) {}  // NOLINT
+  StatusOr(Status status) : status_(status) {      // NOLINT
+    if (status_.ok()) {
+      status_ = Status(EINVAL, "StatusOr built from an OK status");
+    }
   }
 
   bool ok() const { return value_.has_value(); }

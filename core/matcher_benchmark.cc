@@ -1,0 +1,149 @@
+// Cost per match against queue depth, TagMatcher beside the naive list it must
+// beat.
+//
+//   bazel run -c opt //core:matcher_benchmark
+//   bazel run -c opt //core:matcher_benchmark -- --benchmark_format=json >
+//   m.json python3 bench/matcher_bars.py m.json   # checks the scaling bars of
+//   issue 2
+//
+// Each iteration is one steady-state match at constant depth: a message lands
+// in a posted receive (or a receive takes an unexpected message) and an
+// equivalent entry is queued again at the back, so the queue keeps its depth
+// and its mix. Targets are drawn uniformly over the queue from a fixed
+// sequence, the same for both implementations.
+//
+// Cases: Exact (every receive has an exact tag) and Mixed (each receive, as it
+// is posted, is a wildcard with probability 10%, using one of four ignore
+// masks), on the posted side (messages arriving) and the unexpected side
+// (receives posted against a backlog). Every queue slot owns a tag range (bits
+// 24 and up), so a message can land only in its slot.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/matcher.h"
+#include "core/naive_matcher.h"
+
+namespace softfab {
+namespace {
+
+// Every mask ignores the low four bits, where messages vary within their slot.
+constexpr uint64_t kMasks[4] = {0xFF, 0xF0F, 0xFF00FF, 0x3C3F};
+
+uint64_t Mix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Draw number k decides one receive: its ignore mask (0 for exact) and the low
+// bits of the message aimed at it.
+struct Draw {
+  uint64_t ignore;
+  uint64_t low_bits;
+};
+
+Draw DrawReceive(uint64_t k, bool mixed) {
+  const uint64_t r = Mix(k);
+  const bool wild = mixed && r % 10 == 0;
+  return {wild ? kMasks[(r >> 8) % 4] : 0, wild ? (r >> 16) & 0xF : 0};
+}
+
+uint64_t SlotBase(uint64_t slot) { return (slot + 1) << 24; }
+
+std::vector<uint32_t> Targets(int64_t depth) {
+  std::vector<uint32_t> t(1 << 16);
+  for (size_t i = 0; i < t.size(); ++i) {
+    t[i] = static_cast<uint32_t>(Mix(i) % static_cast<uint64_t>(depth));
+  }
+  return t;
+}
+
+template <typename Matcher>
+void PostedSide(benchmark::State& state, bool mixed) {
+  const int64_t depth = state.range(0);
+  Matcher m;
+  std::vector<Draw> slots(depth);
+  uint64_t draws = 0;
+  for (int64_t i = 0; i < depth; ++i) {
+    slots[i] = DrawReceive(draws++, mixed);
+    m.AddReceive({SlotBase(i), slots[i].ignore, kAnySource,
+                  static_cast<uint64_t>(i), false});
+  }
+  const std::vector<uint32_t> targets = Targets(depth);
+  size_t k = 0;
+  for (auto _ : state) {
+    const uint32_t i = targets[k++ & (targets.size() - 1)];
+    auto result = m.ArriveOrQueue({SlotBase(i) | slots[i].low_bits, 1, i});
+    benchmark::DoNotOptimize(result);
+    slots[i] = DrawReceive(draws++, mixed);
+    m.AddReceive({SlotBase(i), slots[i].ignore, kAnySource, i, false});
+  }
+  if (m.unexpected_count() != 0)
+    state.SkipWithError("a message missed its receive");
+  state.SetItemsProcessed(state.iterations());
+}
+
+template <typename Matcher>
+void UnexpectedSide(benchmark::State& state, bool mixed) {
+  const int64_t depth = state.range(0);
+  Matcher m;
+  // The backlog: slot i holds one message, tag SlotBase(i) | low bits.
+  std::vector<uint64_t> tags(depth);
+  for (int64_t i = 0; i < depth; ++i) {
+    tags[i] = SlotBase(i) | (Mix(~static_cast<uint64_t>(i)) & 0xF);
+    m.AddUnexpected({tags[i], 1, static_cast<uint64_t>(i)});
+  }
+  const std::vector<uint32_t> targets = Targets(depth);
+  size_t k = 0;
+  uint64_t draws = 0;
+  for (auto _ : state) {
+    const uint32_t i = targets[k++ & (targets.size() - 1)];
+    const Draw d = DrawReceive(draws++, mixed);
+    // A wildcard receive names the slot's base; an exact one the message's full
+    // tag.
+    const uint64_t recv_tag = d.ignore ? SlotBase(i) : tags[i];
+    auto result = m.PostOrMatch({recv_tag, d.ignore, kAnySource, i, false});
+    benchmark::DoNotOptimize(result);
+    tags[i] = SlotBase(i) | (Mix(draws) & 0xF);
+    m.AddUnexpected({tags[i], 1, i});
+  }
+  if (m.posted_count() != 0)
+    state.SkipWithError("a receive missed its message");
+  state.SetItemsProcessed(state.iterations());
+}
+
+void BM_PostedExact(benchmark::State& s) { PostedSide<TagMatcher>(s, false); }
+void BM_PostedMixed(benchmark::State& s) { PostedSide<TagMatcher>(s, true); }
+void BM_UnexpectedExact(benchmark::State& s) {
+  UnexpectedSide<TagMatcher>(s, false);
+}
+void BM_UnexpectedMixed(benchmark::State& s) {
+  UnexpectedSide<TagMatcher>(s, true);
+}
+void BM_NaivePostedExact(benchmark::State& s) {
+  PostedSide<NaiveMatcher>(s, false);
+}
+void BM_NaivePostedMixed(benchmark::State& s) {
+  PostedSide<NaiveMatcher>(s, true);
+}
+void BM_NaiveUnexpectedExact(benchmark::State& s) {
+  UnexpectedSide<NaiveMatcher>(s, false);
+}
+void BM_NaiveUnexpectedMixed(benchmark::State& s) {
+  UnexpectedSide<NaiveMatcher>(s, true);
+}
+
+BENCHMARK(BM_PostedExact)->RangeMultiplier(2)->Range(1, 16384);
+BENCHMARK(BM_PostedMixed)->RangeMultiplier(2)->Range(1, 16384);
+BENCHMARK(BM_UnexpectedExact)->RangeMultiplier(2)->Range(1, 16384);
+BENCHMARK(BM_UnexpectedMixed)->RangeMultiplier(2)->Range(1, 16384);
+BENCHMARK(BM_NaivePostedExact)->RangeMultiplier(4)->Range(1, 16384);
+BENCHMARK(BM_NaivePostedMixed)->RangeMultiplier(4)->Range(1, 16384);
+BENCHMARK(BM_NaiveUnexpectedExact)->RangeMultiplier(4)->Range(1, 16384);
+BENCHMARK(BM_NaiveUnexpectedMixed)->RangeMultiplier(4)->Range(1, 16384);
+
+}  // namespace
+}  // namespace softfab
