@@ -212,16 +212,16 @@ int OpsPerSeed() {
   return env ? std::atoi(env) : 100000;
 }
 
-TEST(MatcherDifferentialTest, AgreesWithNaiveModel) {
-  if (const char* env = std::getenv("SOFTFAB_MATCHER_SEED")) {
-    RunSeed(std::strtoull(env, nullptr, 10), OpsPerSeed());
-    return;
-  }
-  for (uint64_t seed = 1; seed <= 10; ++seed) {
-    RunSeed(seed, OpsPerSeed());
-    if (HasFatalFailure()) return;
-  }
+// One case per seed. SOFTFAB_MATCHER_SEED replaces the seed of every case.
+class MatcherDifferentialTest : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(MatcherDifferentialTest, AgreesWithNaiveModel) {
+  const char* env = std::getenv("SOFTFAB_MATCHER_SEED");
+  RunSeed(env ? std::strtoull(env, nullptr, 10) : GetParam(), OpsPerSeed());
 }
+
+INSTANTIATE_TEST_SUITE_P(TenSeeds, MatcherDifferentialTest,
+                         ::testing::Range<uint64_t>(1, 11));
 
 }  // namespace
 }  // namespace softfab

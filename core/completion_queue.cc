@@ -1,0 +1,84 @@
+#include "core/completion_queue.h"
+
+#include <cassert>
+
+namespace softfab::core {
+
+CompletionQueue::CompletionQueue(size_t size) : ring_(size), ring_seq_(size) {}
+
+Status CompletionQueue::Reserve() {
+  const size_t errors = errors_.size() - error_head_;
+  if (count_ + errors + reserved_ >= ring_.size()) {
+    return TryAgain("completion queue full: read completions, then retry");
+  }
+  ++reserved_;
+  return Status::Ok();
+}
+
+void CompletionQueue::Unreserve() {
+  assert(reserved_ > 0);
+  --reserved_;
+}
+
+bool CompletionQueue::Push(const CqEntry& entry, bool reserved) {
+  const size_t errors = errors_.size() - error_head_;
+  if (reserved) {
+    assert(reserved_ > 0);
+    --reserved_;
+  } else if (count_ + errors + reserved_ >= ring_.size()) {
+    return false;
+  }
+  const size_t tail = (head_ + count_) % ring_.size();
+  ring_[tail] = entry;
+  ring_seq_[tail] = next_seq_++;
+  ++count_;
+  return true;
+}
+
+bool CompletionQueue::PushError(const CqErrEntry& entry, bool reserved) {
+  const size_t errors = errors_.size() - error_head_;
+  if (reserved) {
+    assert(reserved_ > 0);
+    --reserved_;
+  } else if (count_ + errors + reserved_ >= ring_.size()) {
+    return false;
+  }
+  if (error_head_ > 0 && error_head_ == errors_.size()) {
+    errors_.clear();
+    error_seq_.clear();
+    error_head_ = 0;
+  }
+  errors_.push_back(entry);
+  error_seq_.push_back(next_seq_++);
+  return true;
+}
+
+int CompletionQueue::Read(CqEntry* out, size_t count, uint64_t* src) {
+  Progress();
+  const bool error_pending = error_head_ < errors_.size();
+  const uint64_t first_error = error_pending ? error_seq_[error_head_] : 0;
+  size_t n = 0;
+  while (n < count && count_ > 0) {
+    if (error_pending && ring_seq_[head_] > first_error) break;
+    out[n] = ring_[head_];
+    if (src) src[n] = ring_[head_].src_addr;
+    head_ = (head_ + 1) % ring_.size();
+    --count_;
+    ++n;
+  }
+  if (n > 0) return static_cast<int>(n);
+  return error_pending ? -kErrAvail : -EAGAIN;
+}
+
+Status CompletionQueue::ReadError(CqErrEntry* out) {
+  if (error_head_ == errors_.size()) {
+    Progress();
+    if (error_head_ == errors_.size()) {
+      return TryAgain("no error completion is pending");
+    }
+  }
+  *out = errors_[error_head_++];
+  return Status::Ok();
+}
+
+}  // namespace softfab::core

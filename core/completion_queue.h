@@ -1,0 +1,109 @@
+// The messaging core's completion queue (fi_cq): successful entries in one
+// bounded ring, error entries in another, both in completion order.
+//
+// Space is reserved when an operation that will complete is posted (Reserve),
+// so a completion can never be lost to a full queue: a post that finds no room
+// fails with EAGAIN instead, and reading entries makes room. Entries are kept
+// in the richest format (tagged); readers copy out the fields their format has.
+//
+// Progress is manual: reading a queue first runs `progress` (set by whoever
+// owns the endpoints bound to it), which polls the transport and may add
+// entries. Not thread-safe.
+#ifndef SOFTFAB_CORE_COMPLETION_QUEUE_H_
+#define SOFTFAB_CORE_COMPLETION_QUEUE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "core/status.h"
+
+namespace softfab::core {
+
+struct CqEntry {
+  void* op_context = nullptr;
+  uint64_t flags = 0;
+  size_t len = 0;
+  void* buf = nullptr;
+  uint64_t data = 0;
+  uint64_t tag = 0;
+  uint64_t src_addr = ~uint64_t{0};  // For readfrom; ~0 = not available.
+};
+
+struct CqErrEntry {
+  void* op_context = nullptr;
+  uint64_t flags = 0;
+  size_t len = 0;
+  void* buf = nullptr;
+  uint64_t data = 0;
+  uint64_t tag = 0;
+  size_t olen = 0;  // Bytes that did not fit (FI_ETRUNC).
+  int err = 0;      // Positive error number (FI_E*).
+  int prov_errno = 0;
+  uint64_t src_addr = ~uint64_t{0};
+};
+
+class CompletionQueue {
+ public:
+  explicit CompletionQueue(size_t size);
+
+  CompletionQueue(const CompletionQueue&) = delete;
+  CompletionQueue& operator=(const CompletionQueue&) = delete;
+
+  size_t size() const { return ring_.size(); }
+
+  // Claims room for one future entry (success or error). EAGAIN when every
+  // slot is taken or promised.
+  Status Reserve();
+  // Gives back a promise that will not be used (the operation was cancelled
+  // without an entry, or completed silently).
+  void Unreserve();
+
+  // Writes an entry; consumes a reservation if `reserved`, otherwise needs
+  // free room (false when there is none: the caller must not lose the entry,
+  // so it must only write unreserved entries it can afford to count as lost).
+  bool Push(const CqEntry& entry, bool reserved);
+  bool PushError(const CqErrEntry& entry, bool reserved);
+
+  // fi_cq_read semantics: copies up to `count` entries out (oldest first)
+  // after running progress. Returns the number copied, or EAGAIN when none is
+  // ready, or EIO-like "error available" (kErrAvail) when the oldest pending
+  // completion is an error (read it with ReadError).
+  static constexpr int kErrAvail = 259;  // FI_EAVAIL
+  int Read(CqEntry* out, size_t count, uint64_t* src = nullptr);
+  // Copies the oldest error entry out and removes it; EAGAIN if none.
+  Status ReadError(CqErrEntry* out);
+
+  // Room for one more unreserved entry.
+  bool HasRoom() const {
+    return count_ + (errors_.size() - error_head_) + reserved_ < ring_.size();
+  }
+  bool has_error() const { return error_head_ < errors_.size(); }
+  size_t pending() const { return count_; }
+
+  void set_progress(std::function<void()> progress) {
+    progress_ = std::move(progress);
+  }
+  void Progress() {
+    if (progress_) progress_();
+  }
+
+ private:
+  std::vector<CqEntry> ring_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+  std::vector<CqErrEntry> errors_;  // FIFO, bounded by the same reservations.
+  size_t error_head_ = 0;
+  size_t reserved_ = 0;
+  // Error entries interleave with successes; this sequence keeps fi_cq_read
+  // from returning successes that completed after a pending error.
+  std::vector<uint64_t> ring_seq_;
+  std::vector<uint64_t> error_seq_;
+  uint64_t next_seq_ = 0;
+  std::function<void()> progress_;
+};
+
+}  // namespace softfab::core
+
+#endif  // SOFTFAB_CORE_COMPLETION_QUEUE_H_

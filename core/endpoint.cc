@@ -1,0 +1,1211 @@
+#include "core/endpoint.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cstring>
+
+#include "core/flags.h"
+
+namespace softfab::core {
+namespace {
+
+namespace tp = ::softfab::transport;
+
+constexpr uint32_t kQkey = 0x50F7FAB;
+constexpr uint8_t kPort = 1;
+constexpr size_t kGrhBytes = 40;
+constexpr uint32_t kControlSlots = 256;  // Acks in flight per endpoint.
+constexpr int kPollBatch = 32;
+
+// RC timeouts: 4.096 us * 2^14 = 67 ms ack timeout, 7 retries; the core never
+// provokes RNR (credits), so RNR retry is unlimited.
+constexpr uint8_t kAckTimeout = 14;
+constexpr uint8_t kRetryCount = 7;
+constexpr uint8_t kRnrRetryForever = 7;
+constexpr uint8_t kMinRnrTimer = 12;
+
+uint64_t KindOf(uint64_t wr_id) { return wr_id >> 56; }
+uint64_t IndexOf(uint64_t wr_id) { return wr_id & ((uint64_t{1} << 56) - 1); }
+
+size_t IovBytes(const struct iovec* iov, size_t count) {
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += iov[i].iov_len;
+  return total;
+}
+
+// Copies `len` bytes of `src` into the iov list starting at byte `offset`;
+// returns the bytes copied (stops at the end of the list).
+size_t ScatterInto(const struct iovec* iov, size_t count, size_t offset,
+                   const uint8_t* src, size_t len) {
+  size_t copied = 0;
+  for (size_t i = 0; i < count && copied < len; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    const size_t n = std::min(iov[i].iov_len - offset, len - copied);
+    std::memcpy(static_cast<uint8_t*>(iov[i].iov_base) + offset, src + copied,
+                n);
+    copied += n;
+    offset = 0;
+  }
+  return copied;
+}
+
+uint64_t LoadWord(const uint64_t& word) {
+  // Written by the (simulated or real) HCA on a peer's RDMA WRITE.
+  return std::atomic_ref<const uint64_t>(word).load(std::memory_order_acquire);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------- set-up
+
+Endpoint::Endpoint(transport::Device* device, transport::ProtectionDomain* pd,
+                   const EndpointAttr& attr)
+    : device_(device), pd_(pd), attr_(attr) {}
+
+StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
+    transport::Device* device, transport::ProtectionDomain* pd,
+    const EndpointAttr& attr) {
+  if (device == nullptr || pd == nullptr) {
+    return InvalidArgument("endpoint needs a device and a protection domain");
+  }
+  if (attr.type != EndpointType::kRdm) {
+    return NotSupported(
+        "only FI_EP_RDM endpoints are implemented so far (MSG and DGRAM: "
+        "issue 4, in progress)");
+  }
+  if (attr.tx_size == 0 || attr.rx_size == 0 || attr.credits == 0 ||
+      attr.peers_max == 0 || attr.eager_max == 0 ||
+      attr.inject_size > attr.eager_max || attr.tx_size > (1u << 20) ||
+      attr.rx_size > (1u << 20)) {
+    return InvalidArgument("endpoint attributes out of range");
+  }
+  std::unique_ptr<Endpoint> ep(new Endpoint(device, pd, attr));
+  if (Status s = ep->Init(); !s.ok()) return s;
+  return ep;
+}
+
+Status Endpoint::Init() {
+  if (Status s = device_->QueryPort(kPort, &port_); !s.ok()) return s;
+  if (Status s = device_->QueryGid(kPort, 0, &gid_); !s.ok()) return s;
+  tp::DeviceAttr dev{};
+  if (Status s = device_->QueryDevice(&dev); !s.ok()) return s;
+
+  const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
+  const int32_t send_cqe =
+      static_cast<int32_t>(send_depth + attr_.peers_max + kCmBuffers + 64);
+  rx_bounce_count_ =
+      std::min<uint32_t>(static_cast<uint32_t>(dev.max_srq_wr),
+                         std::max<uint32_t>(attr_.credits, attr_.credits * 16));
+  const int32_t recv_cqe =
+      static_cast<int32_t>(rx_bounce_count_ + kCmBuffers + 64);
+  auto scq = device_->CreateCq(send_cqe);
+  if (!scq.ok()) return scq.status();
+  send_cq_ = *scq;
+  auto rcq = device_->CreateCq(recv_cqe);
+  if (!rcq.ok()) return rcq.status();
+  recv_cq_ = *rcq;
+
+  tp::SrqAttr srq_attr;
+  srq_attr.max_wr = rx_bounce_count_;
+  srq_attr.max_sge = 1;
+  auto srq = pd_->CreateSrq(srq_attr);
+  if (!srq.ok()) return srq.status();
+  srq_ = *srq;
+
+  // Bounce buffers: tx slots hold header + payload of one send; rx buffers
+  // take one SEND each.
+  tx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
+  rx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
+  tx_bounce_.assign(
+      tx_slot_bytes_ * attr_.tx_size + wire::kHeaderBytes * kControlSlots, 0);
+  rx_bounce_.assign(rx_slot_bytes_ * rx_bounce_count_, 0);
+  cm_buffers_.assign(kCmSlotBytes * kCmBuffers * 2, 0);
+  credit_words_.assign(attr_.peers_max, 0);
+  credit_sources_.assign(attr_.peers_max, 0);
+  auto reg = [&](void* p, size_t n, uint32_t access,
+                 tp::MemoryRegion** out) -> Status {
+    auto mr = pd_->RegMr(p, n, access);
+    if (!mr.ok()) return mr.status();
+    *out = *mr;
+    return Status::Ok();
+  };
+  if (Status s = reg(tx_bounce_.data(), tx_bounce_.size(), 0, &tx_mr_);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = reg(rx_bounce_.data(), rx_bounce_.size(),
+                     tp::kAccessLocalWrite, &rx_mr_);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = reg(cm_buffers_.data(), cm_buffers_.size(),
+                     tp::kAccessLocalWrite, &cm_mr_);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s =
+          reg(credit_words_.data(), credit_words_.size() * 8,
+              tp::kAccessLocalWrite | tp::kAccessRemoteWrite, &credit_mr_);
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = reg(credit_sources_.data(), credit_sources_.size() * 8, 0,
+                     &source_mr_);
+      !s.ok()) {
+    return s;
+  }
+  for (uint32_t i = 0; i < rx_bounce_count_; ++i) {
+    if (Status s = RepostBounce(i); !s.ok()) return s;
+  }
+
+  // The CM's UD QP.
+  tp::QpInitAttr init;
+  init.send_cq = send_cq_;
+  init.recv_cq = recv_cq_;
+  init.qp_type = tp::QpType::kUd;
+  init.cap.max_send_wr = kCmBuffers;
+  init.cap.max_recv_wr = kCmBuffers;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  auto qp = pd_->CreateQp(init);
+  if (!qp.ok()) return qp.status();
+  cm_qp_ = *qp;
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kInit;
+  a.pkey_index = 0;
+  a.port_num = kPort;
+  a.qkey = kQkey;
+  if (Status s = cm_qp_->Modify(
+          a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort | tp::kQpQkey);
+      !s.ok()) {
+    return s;
+  }
+  a.qp_state = tp::QpState::kRtr;
+  if (Status s = cm_qp_->Modify(a, tp::kQpState); !s.ok()) return s;
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = 0;
+  if (Status s = cm_qp_->Modify(a, tp::kQpState | tp::kQpSqPsn); !s.ok()) {
+    return s;
+  }
+  for (uint32_t i = 0; i < kCmBuffers; ++i) {
+    tp::Sge sge{
+        reinterpret_cast<uint64_t>(cm_buffers_.data()) + i * kCmSlotBytes,
+        static_cast<uint32_t>(kCmSlotBytes), cm_mr_->lkey()};
+    tp::RecvWr wr;
+    wr.wr_id = WrId(kWrCmRecv, i);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    const tp::RecvWr* bad = nullptr;
+    if (Status s = cm_qp_->PostRecv(&wr, &bad); !s.ok()) return s;
+  }
+
+  std::memcpy(name_.gid, gid_.raw, 16);
+  name_.lid = port_.lid;
+  name_.cm_qpn = cm_qp_->qp_num();
+  name_.qkey = kQkey;
+
+  tx_ops_.resize(attr_.tx_size);
+  for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
+  rx_ops_.resize(attr_.rx_size);
+  for (uint32_t i = attr_.rx_size; i-- > 0;) rx_free_.push_back(i);
+  peers_.reserve(attr_.peers_max);
+  return Status::Ok();
+}
+
+Endpoint::~Endpoint() {
+  // QPs first (they reference the SRQ and CQs), then the rest. Failures are
+  // ignored: the device releases everything with the fabric anyway.
+  for (Peer& p : peers_) {
+    if (p.qp) (void)p.qp->Destroy();
+    if (p.ah) (void)p.ah->Destroy();
+  }
+  if (cm_qp_) (void)cm_qp_->Destroy();
+  if (srq_) (void)srq_->Destroy();
+  for (tp::MemoryRegion* mr :
+       {tx_mr_, rx_mr_, cm_mr_, credit_mr_, source_mr_}) {
+    if (mr) (void)mr->Destroy();
+  }
+  if (send_cq_) (void)send_cq_->Destroy();
+  if (recv_cq_) (void)recv_cq_->Destroy();
+}
+
+Status Endpoint::BindCq(CompletionQueue* cq, uint64_t flags) {
+  if (enabled_) return InvalidArgument("endpoint already enabled");
+  if (cq == nullptr) return InvalidArgument("null completion queue");
+  if ((flags & (kSend | kRecv)) == 0 ||
+      (flags & ~(kSend | kRecv | kSelectiveCompletion)) != 0) {
+    return InvalidArgument("bind flags must be FI_TRANSMIT and/or FI_RECV");
+  }
+  const bool selective = flags & kSelectiveCompletion;
+  if (flags & kSend) {
+    tx_cq_ = cq;
+    tx_selective_ = selective;
+  }
+  if (flags & kRecv) {
+    rx_cq_ = cq;
+    rx_selective_ = selective;
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::BindAv(AddressVector* av) {
+  if (enabled_) return InvalidArgument("endpoint already enabled");
+  if (av == nullptr) return InvalidArgument("null address vector");
+  av_ = av;
+  return Status::Ok();
+}
+
+Status Endpoint::Enable() {
+  if (enabled_) return Status::Ok();
+  if (tx_cq_ == nullptr || rx_cq_ == nullptr) {
+    return InvalidArgument("bind a CQ for FI_TRANSMIT and FI_RECV first");
+  }
+  if (attr_.type == EndpointType::kRdm && av_ == nullptr) {
+    return InvalidArgument("an RDM endpoint needs a bound address vector");
+  }
+  enabled_ = true;
+  return Status::Ok();
+}
+
+Status Endpoint::SetMinMultiRecv(size_t bytes) {
+  min_multi_recv_ = bytes;
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------- peers
+
+uint32_t Endpoint::FindOrAddPeer(const wire::Name& name) {
+  if (auto it = peer_by_name_.find(name); it != peer_by_name_.end()) {
+    return it->second;
+  }
+  const uint32_t index = static_cast<uint32_t>(peers_.size());
+  peers_.emplace_back();
+  peers_.back().name = name;
+  peer_by_name_.emplace(name, index);
+  return index;
+}
+
+StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
+  if (av_ == nullptr) return InvalidArgument("no address vector bound");
+  auto name = av_->Lookup(dest);
+  if (!name) return InvalidArgument("destination is not in the address vector");
+  if (auto it = peer_by_name_.find(*name); it != peer_by_name_.end()) {
+    return it->second;
+  }
+  if (peers_.size() >= attr_.peers_max) {
+    return NoMemory("endpoint holds peers_max connections already");
+  }
+  return FindOrAddPeer(*name);
+}
+
+uint64_t Endpoint::SourceOf(uint32_t peer) const {
+  const Peer& p = peers_[peer];
+  if (av_ != nullptr) {
+    if (auto index = av_->Find(p.name)) return *index;
+  }
+  // Not in our AV: a source no directed receive can name.
+  return (uint64_t{1} << 62) | peer;
+}
+
+uint64_t Endpoint::AvailableCredits(const Peer& peer) const {
+  const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
+  return peer.granted + LoadWord(credit_words_[index]) - peer.sends;
+}
+
+// ------------------------------------------------------------------- send
+
+Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
+  if (!enabled_) return InvalidArgument("endpoint is not enabled");
+  if (a.iov_count > kIovMax) return InvalidArgument("too many iov entries");
+  if (a.iov_count > 0 && a.iov == nullptr) return InvalidArgument("null iov");
+  for (size_t i = 0; i < a.iov_count; ++i) {
+    if (a.iov[i].iov_len > 0 && a.iov[i].iov_base == nullptr) {
+      return InvalidArgument("null buffer with a non-zero length");
+    }
+  }
+  if (a.flags & ~kSendOpFlags) return InvalidArgument("unknown send flags");
+  if (a.flags & kMulticast) {
+    return NotSupported("FI_MULTICAST is not supported by softfab");
+  }
+  const uint64_t levels = a.flags & kCompletionLevels;
+  if (levels & (levels - 1)) {
+    return InvalidArgument("at most one completion level per send");
+  }
+  *len = IovBytes(a.iov, a.iov_count);
+  if (*len > attr_.eager_max) {
+    return InvalidArgument("message larger than max_msg_size");
+  }
+  if ((a.flags & kInject) && *len > attr_.inject_size) {
+    return InvalidArgument("FI_INJECT message larger than inject_size");
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::Send(const SendArgs& a) {
+  size_t len = 0;
+  if (Status s = CheckSend(a, &len); !s.ok()) return s;
+  auto peer_or = PeerFor(a.dest);
+  if (!peer_or.ok()) return peer_or.status();
+  const uint32_t peer = *peer_or;
+  Peer& p = peers_[peer];
+  if (p.state == PeerState::kFailed) {
+    return Status(EHOSTUNREACH, "connection to that peer failed");
+  }
+  if (tx_free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all tx slots busy: read the CQ, then retry");
+  }
+  const bool connected = p.state == PeerState::kConnected;
+  if (connected && (!p.waiting.empty() || AvailableCredits(p) == 0 ||
+                    p.sq_outstanding >= attr_.tx_size)) {
+    ++stats_.eagain;
+    return TryAgain("no credit at that peer: read the CQ, then retry");
+  }
+  // fi_inject (kInject without an explicit kCompletion through sendmsg) never
+  // writes an entry; otherwise an entry unless selective completion is on and
+  // kCompletion is absent.
+  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
+  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
+  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
+  // Every send holds a CQ slot until it completes, so its error (which is
+  // always reported) can never be lost; a silent success gives it back.
+  if (Status s = tx_cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+
+  const uint32_t index = tx_free_.back();
+  tx_free_.pop_back();
+  TxOp& op = tx_ops_[index];
+  op = TxOp{};
+  op.used = true;
+  op.peer = peer;
+  op.context = a.context;
+  op.len = len;
+  op.wants_entry = wants_entry;
+  op.reserved = true;
+  op.flags = kSend | (a.tagged ? kTagged : kMsg);
+  op.level = a.flags & kCompletionLevels;
+  if (op.level == 0) op.level = attr_.op_flags & kCompletionLevels;
+  if (op.level == 0) op.level = kTransmitComplete;
+  wire::Header& h = op.header;
+  h.op = wire::Op::kEager;
+  h.flags = (a.tagged ? wire::kTagged : 0) |
+            ((a.flags & kRemoteCqData) ? wire::kHasData : 0);
+  if (op.level == kDeliveryComplete) h.flags |= wire::kAckDelivery;
+  if (op.level == kMatchComplete) h.flags |= wire::kAckMatch;
+  h.length = len;
+  h.tag = a.tagged ? a.tag : 0;
+  h.data = (a.flags & kRemoteCqData) ? a.data : 0;
+  h.msg_id = index;
+  uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
+  wire::Encode(h, slot);
+  size_t off = wire::kHeaderBytes;
+  for (size_t i = 0; i < a.iov_count; ++i) {
+    if (a.iov[i].iov_len == 0) continue;
+    std::memcpy(slot + off, a.iov[i].iov_base, a.iov[i].iov_len);
+    off += a.iov[i].iov_len;
+  }
+  // The payload is copied: the user's buffer may be reused now.
+  if (op.level == kInjectComplete) CompleteTx(index, 0);
+
+  if (connected) {
+    if (Status s = PostTx(index); !s.ok()) {
+      // Roll back: nothing was posted.
+      if (op.reserved) tx_cq_->Unreserve();
+      op.used = false;
+      tx_free_.push_back(index);
+      return s;
+    }
+    return Status::Ok();
+  }
+  p.waiting.push_back(index);
+  if (p.state == PeerState::kIdle) {
+    if (Status s = StartConnect(peer); !s.ok()) {
+      p.waiting.pop_back();
+      if (op.reserved) tx_cq_->Unreserve();
+      op.used = false;
+      tx_free_.push_back(index);
+      return s;
+    }
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::PostTx(uint32_t index) {
+  TxOp& op = tx_ops_[index];
+  Peer& p = peers_[op.peer];
+  tp::Sge sge{
+      reinterpret_cast<uint64_t>(tx_bounce_.data()) + index * tx_slot_bytes_,
+      static_cast<uint32_t>(wire::kHeaderBytes + op.len), tx_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrTx, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSend;
+  wr.send_flags = tp::kSendSignaled;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
+  ++p.sends;
+  ++p.sq_outstanding;
+  op.sent = true;
+  return Status::Ok();
+}
+
+void Endpoint::CompleteTx(uint32_t index, int err) {
+  TxOp& op = tx_ops_[index];
+  if (!op.reserved) return;  // Completed already (inject-complete).
+  op.reserved = false;       // At most one entry per operation.
+  if (err == 0 && !op.wants_entry) {
+    tx_cq_->Unreserve();
+  } else if (err == 0) {
+    CqEntry e;
+    e.op_context = op.context;
+    e.flags = op.flags;
+    tx_cq_->Push(e, /*reserved=*/true);
+  } else {
+    CqErrEntry e;
+    e.op_context = op.context;
+    e.flags = op.flags;
+    e.err = err;
+    tx_cq_->PushError(e, /*reserved=*/true);
+  }
+}
+
+void Endpoint::MaybeFinishTx(uint32_t index) {
+  TxOp& op = tx_ops_[index];
+  const bool needs_ack =
+      op.level == kDeliveryComplete || op.level == kMatchComplete;
+  if (!op.send_done || (needs_ack && !op.acked)) return;
+  CompleteTx(index, 0);
+  op.used = false;
+  tx_free_.push_back(index);
+}
+
+void Endpoint::SendAck(uint32_t peer, uint64_t msg_id) {
+  Peer& p = peers_[peer];
+  if (!p.acks.empty() || !PostAck(peer, msg_id).ok()) {
+    p.acks.push_back(msg_id);
+  }
+}
+
+Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id) {
+  Peer& p = peers_[peer];
+  // Acks use a ring of header-only slots after the tx slots and need a credit
+  // at the peer like any SEND.
+  if (p.state != PeerState::kConnected || AvailableCredits(p) == 0 ||
+      p.sq_outstanding >= attr_.tx_size + 8) {
+    return TryAgain("no credit for an ack");
+  }
+  const uint32_t slot = control_next_++ % kControlSlots;
+  uint8_t* buf = tx_bounce_.data() + tx_slot_bytes_ * attr_.tx_size +
+                 slot * wire::kHeaderBytes;
+  wire::Header h;
+  h.op = wire::Op::kAck;
+  h.msg_id = msg_id;
+  wire::Encode(h, buf);
+  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
+              static_cast<uint32_t>(wire::kHeaderBytes), tx_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrAck, slot);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSend;
+  wr.send_flags = tp::kSendSignaled | tp::kSendInline;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
+  ++p.sends;
+  ++p.sq_outstanding;
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------- receive
+
+Status Endpoint::CheckRecv(const RecvArgs& a) const {
+  if (!enabled_) return InvalidArgument("endpoint is not enabled");
+  if (a.iov_count > kIovMax) return InvalidArgument("too many iov entries");
+  if (a.iov_count > 0 && a.iov == nullptr) return InvalidArgument("null iov");
+  for (size_t i = 0; i < a.iov_count; ++i) {
+    if (a.iov[i].iov_len > 0 && a.iov[i].iov_base == nullptr) {
+      return InvalidArgument("null buffer with a non-zero length");
+    }
+  }
+  if (a.flags & ~kRecvOpFlags) return InvalidArgument("unknown receive flags");
+  if ((a.flags & kMultiRecv) &&
+      (a.iov_count != 1 || (a.flags & (kPeek | kClaim | kDiscard)))) {
+    return InvalidArgument("FI_MULTI_RECV takes exactly one buffer");
+  }
+  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged) {
+    return NotSupported(
+        "FI_PEEK/FI_CLAIM/FI_DISCARD apply to tagged receives here");
+  }
+  if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim))) {
+    return InvalidArgument("FI_DISCARD goes with FI_PEEK or FI_CLAIM");
+  }
+  if (a.src != kAnySource && (attr_.caps & kDirectedRecv) &&
+      (av_ == nullptr || !av_->Lookup(a.src))) {
+    return InvalidArgument("source address is not in the address vector");
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::Recv(const RecvArgs& a) {
+  if (Status s = CheckRecv(a); !s.ok()) return s;
+  if (a.flags & (kPeek | kClaim)) return HandlePeekClaimDiscard(a);
+  if (rx_free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all receive slots are posted");
+  }
+  const bool wants_entry =
+      !rx_selective_ || (a.flags & kCompletion) || (a.flags & kMultiRecv);
+  // Like sends, every receive holds a CQ slot for its final entry (an error
+  // or a cancel is always reported).
+  if (Status s = rx_cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+  const uint32_t index = rx_free_.back();
+  rx_free_.pop_back();
+  RxOp& r = rx_ops_[index];
+  r = RxOp{};
+  r.used = true;
+  r.context = a.context;
+  r.iov_count = a.iov_count;
+  std::copy(a.iov, a.iov + a.iov_count, r.iov);
+  r.len = IovBytes(a.iov, a.iov_count);
+  r.flags = a.flags;
+  r.tagged = a.tagged;
+  r.wants_entry = wants_entry;
+
+  const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
+  const uint64_t tag = a.tagged ? a.tag : 0;
+  const uint64_t ignore = a.tagged ? a.ignore : 0;
+  TagMatcher& m = matchers_[a.tagged];
+  // Messages that arrived first are taken oldest first; a multi-recv buffer
+  // keeps taking them while it has room.
+  while (rx_cq_->HasRoom()) {
+    auto u = m.FindUnexpected(tag, ignore, source);
+    if (!u) break;
+    const uint32_t ui = static_cast<uint32_t>(m.message(*u).cookie);
+    Unexpected& un = unexpected_[ui];
+    m.RemoveUnexpected(*u);
+    const bool multi = r.flags & kMultiRecv;
+    Deliver(index, un.peer, un.header, un.payload.data(), un.payload.size());
+    if (un.header.flags & wire::kAckMatch) {
+      SendAck(un.peer, un.header.msg_id);
+    }
+    ReleaseUnexpected(ui);
+    if (!multi || !rx_ops_[index].used) return Status::Ok();
+  }
+  const ReceiveHandle h =
+      m.AddReceive({tag, ignore, source, reinterpret_cast<uint64_t>(a.context),
+                    (a.flags & kMultiRecv) != 0});
+  std::vector<uint32_t>& map = rx_of_handle_[a.tagged];
+  if (map.size() <= h.index) map.resize(h.index + 1);
+  map[h.index] = index;
+  r.handle = h;
+  return Status::Ok();
+}
+
+void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
+                          size_t olen) {
+  RxOp& r = rx_ops_[rx_index];
+  const bool last = !(r.flags & kMultiRecv) || (entry.flags & kMultiRecv);
+  // A multi-recv buffer writes one entry per message (unreserved: a message is
+  // only taken when the CQ has room) and its last entry on the reservation.
+  const bool reserved = last;
+  if (err == 0 && !r.wants_entry) {
+    if (reserved) rx_cq_->Unreserve();
+  } else {
+    if (err == 0) {
+      rx_cq_->Push(entry, reserved);
+    } else {
+      CqErrEntry e;
+      e.op_context = entry.op_context;
+      e.flags = entry.flags;
+      e.len = entry.len;
+      e.buf = entry.buf;
+      e.data = entry.data;
+      e.tag = entry.tag;
+      e.olen = olen;
+      e.err = err;
+      e.src_addr = entry.src_addr;
+      rx_cq_->PushError(e, reserved);
+    }
+  }
+  if (last) {
+    r.used = false;
+    rx_free_.push_back(rx_index);
+  }
+}
+
+void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
+                       const uint8_t* payload, size_t payload_len) {
+  RxOp& r = rx_ops_[rx_index];
+  CqEntry e;
+  e.op_context = r.context;
+  e.flags = kRecv | (r.tagged ? kTagged : kMsg) |
+            ((h.flags & wire::kHasData) ? kRemoteCqData : 0);
+  e.data = h.data;
+  e.tag = h.tag;
+  const uint64_t src = SourceOf(peer);
+  e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
+  if (r.flags & kMultiRecv) {
+    const size_t room = r.len - r.consumed;
+    const size_t n = std::min(room, payload_len);
+    uint8_t* at = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
+    if (n > 0) std::memcpy(at, payload, n);
+    e.buf = at;
+    e.len = n;
+    r.consumed += n;
+    if (r.len - r.consumed < min_multi_recv_) {
+      // Released: out of matching (if it was queued); this entry says so.
+      if (r.handle.index != internal::kNil) {
+        matchers_[r.tagged].RemoveReceive(r.handle);
+      }
+      e.flags |= kMultiRecv;
+    }
+    CompleteRx(rx_index, e, n < payload_len ? kErrTruncated : 0,
+               payload_len - n);
+    return;
+  }
+  const size_t n = ScatterInto(r.iov, r.iov_count, 0, payload, payload_len);
+  e.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
+  e.len = n;
+  CompleteRx(rx_index, e, n < payload_len ? kErrTruncated : 0, payload_len - n);
+}
+
+Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
+  TagMatcher& m = matchers_[1];
+  const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
+  const uint64_t ctx = reinterpret_cast<uint64_t>(a.context);
+  Progress();  // Look at what has arrived by now.
+  std::optional<MessageHandle> found;
+  if (a.flags & kPeek) {
+    found = m.FindUnexpected(a.tag, a.ignore, source);
+  } else {
+    found = m.FindClaimed(ctx);
+    if (!found) {
+      return InvalidArgument("no message was claimed with this context");
+    }
+  }
+  if (Status s = rx_cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+  if (!found) {
+    // fi_tagged(3): a peek that finds nothing completes with FI_ENOMSG.
+    CqErrEntry e;
+    e.op_context = a.context;
+    e.flags = kRecv | kTagged | (a.flags & (kPeek | kClaim | kDiscard));
+    e.err = kErrNoMessage;
+    e.tag = a.tag;
+    rx_cq_->PushError(e, /*reserved=*/true);
+    return Status::Ok();
+  }
+  const uint32_t ui = static_cast<uint32_t>(m.message(*found).cookie);
+  Unexpected& un = unexpected_[ui];
+  CqEntry e;
+  e.op_context = a.context;
+  e.flags = kRecv | kTagged | (a.flags & (kPeek | kClaim | kDiscard)) |
+            ((un.header.flags & wire::kHasData) ? kRemoteCqData : 0);
+  e.len = un.payload.size();
+  e.data = un.header.data;
+  e.tag = un.header.tag;
+  const uint64_t src = SourceOf(un.peer);
+  e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
+  const bool take = (a.flags & kDiscard) || !(a.flags & kPeek);
+  int err = 0;
+  size_t olen = 0;
+  if ((a.flags & kPeek) && (a.flags & kClaim) && !(a.flags & kDiscard)) {
+    m.Claim(*found, ctx);
+  }
+  if (!(a.flags & kDiscard) && a.iov_count > 0) {
+    // Peek and claim hand over data when a buffer is given.
+    const size_t n = ScatterInto(a.iov, a.iov_count, 0, un.payload.data(),
+                                 un.payload.size());
+    e.buf = a.iov[0].iov_base;
+    if (!(a.flags & kPeek) && n < un.payload.size()) {
+      err = kErrTruncated;
+      olen = un.payload.size() - n;
+      e.len = n;
+    }
+  }
+  if (err == 0) {
+    rx_cq_->Push(e, /*reserved=*/true);
+  } else {
+    CqErrEntry x;
+    x.op_context = e.op_context;
+    x.flags = e.flags;
+    x.len = e.len;
+    x.buf = e.buf;
+    x.data = e.data;
+    x.tag = e.tag;
+    x.olen = olen;
+    x.err = err;
+    x.src_addr = e.src_addr;
+    rx_cq_->PushError(x, /*reserved=*/true);
+  }
+  if (take) {
+    if (un.header.flags & wire::kAckMatch) {
+      SendAck(un.peer, un.header.msg_id);
+    }
+    m.RemoveUnexpected(*found);
+    ReleaseUnexpected(ui);
+  }
+  return Status::Ok();
+}
+
+void Endpoint::ReleaseUnexpected(uint32_t index) {
+  Unexpected& un = unexpected_[index];
+  if (un.credit_held) {
+    ReturnCredit(un.peer);
+  } else {
+    --peers_[un.peer].unexpected_buffered;
+  }
+  un.used = false;
+  un.payload.clear();
+  unexpected_free_.push_back(index);
+}
+
+Status Endpoint::Cancel(void* context) {
+  const uint64_t ctx = reinterpret_cast<uint64_t>(context);
+  for (int tagged = 0; tagged < 2; ++tagged) {
+    TagMatcher& m = matchers_[tagged];
+    auto h = m.FindReceiveByContext(ctx);
+    if (!h) continue;
+    const uint32_t index = rx_of_handle_[tagged][h->index];
+    m.RemoveReceive(*h);
+    RxOp& r = rx_ops_[index];
+    CqEntry e;
+    e.op_context = r.context;
+    e.flags = kRecv | (r.tagged ? kTagged : kMsg) | (r.flags & kMultiRecv);
+    e.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
+    if (r.flags & kMultiRecv) e.flags |= kMultiRecv;
+    r.handle = ReceiveHandle{};
+    // fi_cancel always reports the cancelled receive (an error entry, on the
+    // slot the receive reserved); a multi-recv buffer's entry says it is
+    // released.
+    CompleteRx(index, e, ECANCELED, 0);
+    return Status::Ok();
+  }
+  return NotFound("no posted receive with that context");
+}
+
+Status Endpoint::RepostBounce(uint32_t index) {
+  tp::Sge sge{reinterpret_cast<uint64_t>(rx_bounce_.data()) +
+                  static_cast<uint64_t>(index) * rx_slot_bytes_,
+              static_cast<uint32_t>(rx_slot_bytes_), rx_mr_->lkey()};
+  tp::RecvWr wr;
+  wr.wr_id = WrId(kWrRxBounce, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const tp::RecvWr* bad = nullptr;
+  return srq_->PostRecv(&wr, &bad);
+}
+
+void Endpoint::ReturnCredit(uint32_t peer) {
+  Peer& p = peers_[peer];
+  ++p.freed;
+  const uint64_t batch = std::max<uint64_t>(1, attr_.credits / 4);
+  if (!p.credit_write_pending && p.freed - p.freed_written >= batch) {
+    p.credit_write_pending = true;
+    credit_dirty_.push_back(peer);
+  }
+}
+
+void Endpoint::FlushCreditWrites() {
+  size_t kept = 0;
+  for (size_t i = 0; i < credit_dirty_.size(); ++i) {
+    const uint32_t peer = credit_dirty_[i];
+    Peer& p = peers_[peer];
+    if (p.state != PeerState::kConnected ||
+        p.sq_outstanding >= attr_.tx_size + 8) {
+      credit_dirty_[kept++] = peer;
+      continue;
+    }
+    credit_sources_[peer] = p.freed;
+    tp::Sge sge{reinterpret_cast<uint64_t>(&credit_sources_[peer]), 8,
+                source_mr_->lkey()};
+    tp::SendWr wr;
+    wr.wr_id = WrId(kWrCredit, peer);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = tp::WrOpcode::kRdmaWrite;
+    wr.send_flags = tp::kSendSignaled;
+    wr.rdma.remote_addr = p.remote_credit_addr;
+    wr.rdma.rkey = p.remote_credit_rkey;
+    const tp::SendWr* bad = nullptr;
+    if (!p.qp->PostSend(&wr, &bad).ok()) {
+      credit_dirty_[kept++] = peer;
+      continue;
+    }
+    ++stats_.credit_writes;
+    ++p.sq_outstanding;
+    p.freed_written = p.freed;
+    p.credit_write_pending = false;
+  }
+  credit_dirty_.resize(kept);
+}
+
+void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
+  bool return_credit = true;
+  const uint32_t index = static_cast<uint32_t>(IndexOf(wc.wr_id));
+  auto it = peer_by_qpn_.find(wc.qp_num);
+  if (wc.status != tp::WcStatus::kSuccess || it == peer_by_qpn_.end()) {
+    // A flushed buffer (QP or SRQ torn down) or a stray: put it back.
+    if (wc.status == tp::WcStatus::kSuccess) ++stats_.bad_headers;
+    if (wc.status != tp::WcStatus::kWrFlushErr) (void)RepostBounce(index);
+    return;
+  }
+  const uint32_t peer = it->second;
+  const uint8_t* buf = rx_bounce_.data() + index * rx_slot_bytes_;
+  wire::Header h;
+  if (!wire::Decode(buf, wc.byte_len, &h) ||
+      (h.op == wire::Op::kEager &&
+       h.length != wc.byte_len - wire::kHeaderBytes)) {
+    ++stats_.bad_headers;
+  } else if (h.op == wire::Op::kAck) {
+    if (h.msg_id < tx_ops_.size() && tx_ops_[h.msg_id].used &&
+        tx_ops_[h.msg_id].peer == peer) {
+      tx_ops_[h.msg_id].acked = true;
+      MaybeFinishTx(static_cast<uint32_t>(h.msg_id));
+    }
+  } else if (h.op == wire::Op::kEager) {
+    const uint8_t* payload = buf + wire::kHeaderBytes;
+    const size_t len = h.length;
+    const bool tagged = h.flags & wire::kTagged;
+    TagMatcher& m = matchers_[tagged];
+    const uint64_t source = SourceOf(peer);
+    if (auto r = m.FindReceive(tagged ? h.tag : 0, source)) {
+      const uint32_t rx = rx_of_handle_[tagged][r->index];
+      if (!(rx_ops_[rx].flags & kMultiRecv)) {
+        m.RemoveReceive(*r);
+        rx_ops_[rx].handle = ReceiveHandle{};
+      }
+      Deliver(rx, peer, h, payload, len);
+      if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
+        SendAck(peer, h.msg_id);
+      }
+    } else {
+      uint32_t ui;
+      if (!unexpected_free_.empty()) {
+        ui = unexpected_free_.back();
+        unexpected_free_.pop_back();
+      } else {
+        ui = static_cast<uint32_t>(unexpected_.size());
+        unexpected_.emplace_back();
+      }
+      Unexpected& un = unexpected_[ui];
+      Peer& p = peers_[peer];
+      un.used = true;
+      un.credit_held = p.unexpected_buffered >= attr_.credits;
+      if (un.credit_held) {
+        return_credit = false;
+      } else {
+        ++p.unexpected_buffered;
+      }
+      un.peer = peer;
+      un.header = h;
+      un.payload.assign(payload, payload + len);
+      m.AddUnexpected({tagged ? h.tag : 0, source, ui});
+      ++stats_.unexpected;
+      if (h.flags & wire::kAckDelivery) {
+        SendAck(peer, h.msg_id);
+      }
+    }
+  } else {
+    ++stats_.bad_headers;
+  }
+  (void)RepostBounce(index);
+  if (return_credit) ReturnCredit(peer);
+}
+
+// ------------------------------------------------------------------- CM
+
+StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
+  tp::QpInitAttr init;
+  init.send_cq = send_cq_;
+  init.recv_cq = recv_cq_;
+  init.srq = srq_;
+  init.qp_type = tp::QpType::kRc;
+  init.cap.max_send_wr = attr_.tx_size + kControlSlots + 8;
+  init.cap.max_send_sge = 1;
+  init.cap.max_inline_data = wire::kHeaderBytes;
+  auto qp = pd_->CreateQp(init);
+  if (!qp.ok()) return qp.status();
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kInit;
+  a.pkey_index = 0;
+  a.port_num = kPort;
+  a.qp_access_flags = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
+  if (Status s = (*qp)->Modify(a, tp::kQpState | tp::kQpPkeyIndex |
+                                      tp::kQpPort | tp::kQpAccessFlags);
+      !s.ok()) {
+    (void)(*qp)->Destroy();
+    return s;
+  }
+  return *qp;
+}
+
+Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kRtr;
+  a.path_mtu = port_.active_mtu;
+  a.dest_qp_num = remote_qpn;
+  a.rq_psn = remote_psn;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = kMinRnrTimer;
+  a.ah_attr.is_global = 1;
+  std::memcpy(a.ah_attr.grh.dgid.raw, p.name.gid, 16);
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.dlid = p.name.lid;
+  a.ah_attr.port_num = kPort;
+  if (Status s = p.qp->Modify(
+          a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu | tp::kQpDestQpn |
+                 tp::kQpRqPsn | tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
+      !s.ok()) {
+    return s;
+  }
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = p.psn;
+  a.timeout = kAckTimeout;
+  a.retry_cnt = kRetryCount;
+  a.rnr_retry = kRnrRetryForever;
+  a.max_rd_atomic = 1;
+  if (Status s = p.qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
+                                     tp::kQpRetryCnt | tp::kQpRnrRetry |
+                                     tp::kQpMaxQpRdAtomic);
+      !s.ok()) {
+    return s;
+  }
+  p.remote_qpn = remote_qpn;
+  return Status::Ok();
+}
+
+Status Endpoint::StartConnect(uint32_t peer) {
+  Peer& p = peers_[peer];
+  auto qp = NewRcQp();
+  if (!qp.ok()) return qp.status();
+  p.qp = *qp;
+  p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
+  p.request_id = next_request_id_++;
+  p.state = PeerState::kConnecting;
+  p.retries = 0;
+  ++stats_.cm_requests;
+  if (Status s = SendCm(peer, wire::CmType::kRequest); !s.ok()) return s;
+  p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
+  return Status::Ok();
+}
+
+Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
+  Peer& p = peers_[peer];
+  if (p.ah == nullptr) {
+    tp::AhAttr ah;
+    ah.is_global = 1;
+    std::memcpy(ah.grh.dgid.raw, p.name.gid, 16);
+    ah.grh.hop_limit = 64;
+    ah.dlid = p.name.lid;
+    ah.port_num = kPort;
+    auto made = pd_->CreateAh(ah);
+    if (!made.ok()) return made.status();
+    p.ah = *made;
+  }
+  wire::CmMessage m;
+  m.type = type;
+  m.from = name_;
+  m.rc_qpn = p.qp->qp_num();
+  m.psn = p.psn;
+  m.credit_addr = reinterpret_cast<uint64_t>(&credit_words_[peer]);
+  m.credit_rkey = credit_mr_->rkey();
+  m.credits = attr_.credits;
+  m.request_id = type == wire::CmType::kRequest ? p.request_id : p.answered_id;
+  // Send slots follow the receive slots in cm_buffers_.
+  const uint32_t slot = kCmBuffers + (cm_send_next_++ % kCmBuffers);
+  uint8_t* buf = cm_buffers_.data() + slot * kCmSlotBytes;
+  wire::EncodeCm(m, buf);
+  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
+              static_cast<uint32_t>(wire::kCmBytes), cm_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrCmSend, slot);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSend;
+  wr.send_flags = tp::kSendSignaled;
+  wr.ud.ah = p.ah;
+  wr.ud.remote_qpn = p.name.cm_qpn;
+  wr.ud.remote_qkey = p.name.qkey;
+  const tp::SendWr* bad = nullptr;
+  return cm_qp_->PostSend(&wr, &bad);
+}
+
+void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
+  wire::CmMessage m;
+  if (!wire::DecodeCm(bytes, len, &m) || m.from == name_) {
+    ++stats_.bad_headers;
+    return;
+  }
+  if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
+      peers_.size() >= attr_.peers_max) {
+    return;  // No room: the peer's retries fail and it reports the error.
+  }
+  const uint32_t peer = FindOrAddPeer(m.from);
+  Peer& p = peers_[peer];
+  auto accept = [&]() {
+    if (p.qp == nullptr) {
+      auto qp = NewRcQp();
+      if (!qp.ok()) return;
+      p.qp = *qp;
+      p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
+    }
+    if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+      FailPeer(peer, EIO);
+      return;
+    }
+    p.answered_id = m.request_id;
+    p.granted = m.credits;
+    p.remote_credit_addr = m.credit_addr;
+    p.remote_credit_rkey = m.credit_rkey;
+    (void)SendCm(peer, wire::CmType::kReply);
+    OnConnected(peer);
+  };
+  if (m.type == wire::CmType::kRequest) {
+    switch (p.state) {
+      case PeerState::kIdle:
+        accept();
+        break;
+      case PeerState::kConnecting:
+        // Both started: the smaller name's request wins.
+        if (m.from < name_) accept();
+        break;
+      case PeerState::kConnected:
+        // Our reply was lost: send it again.
+        if (m.request_id == p.answered_id) {
+          (void)SendCm(peer, wire::CmType::kReply);
+        }
+        break;
+      case PeerState::kFailed:
+        break;
+    }
+    return;
+  }
+  // A reply to our request.
+  if (p.state != PeerState::kConnecting || m.request_id != p.request_id) return;
+  if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+    FailPeer(peer, EIO);
+    return;
+  }
+  p.granted = m.credits;
+  p.remote_credit_addr = m.credit_addr;
+  p.remote_credit_rkey = m.credit_rkey;
+  OnConnected(peer);
+}
+
+void Endpoint::OnConnected(uint32_t peer) {
+  Peer& p = peers_[peer];
+  p.state = PeerState::kConnected;
+  peer_by_qpn_[p.qp->qp_num()] = peer;
+}
+
+void Endpoint::FailPeer(uint32_t peer, int err) {
+  Peer& p = peers_[peer];
+  p.state = PeerState::kFailed;
+  while (!p.waiting.empty()) {
+    const uint32_t index = p.waiting.front();
+    p.waiting.pop_front();
+    CompleteTx(index, err);
+    tx_ops_[index].used = false;
+    tx_free_.push_back(index);
+  }
+}
+
+// ------------------------------------------------------------------- progress
+
+void Endpoint::Progress() {
+  tp::WorkCompletion wc[kPollBatch];
+  // Receives first: they return credits and acks that sends wait for. A
+  // message is only taken off the wire when the receive CQ has room for what
+  // it may produce, so nothing is ever lost to a full CQ.
+  while (rx_cq_ == nullptr || rx_cq_->HasRoom()) {
+    const int n = recv_cq_->Poll(1, wc);
+    if (n <= 0) break;
+    const uint64_t kind = KindOf(wc[0].wr_id);
+    if (kind == kWrRxBounce) {
+      OnBounce(wc[0]);
+    } else if (kind == kWrCmRecv) {
+      const uint32_t i = static_cast<uint32_t>(IndexOf(wc[0].wr_id));
+      uint8_t* buf = cm_buffers_.data() + i * kCmSlotBytes;
+      if (wc[0].status == tp::WcStatus::kSuccess &&
+          wc[0].byte_len > kGrhBytes) {
+        OnCm(buf + kGrhBytes, wc[0].byte_len - kGrhBytes);
+      }
+      if (wc[0].status != tp::WcStatus::kWrFlushErr) {
+        tp::Sge sge{reinterpret_cast<uint64_t>(buf),
+                    static_cast<uint32_t>(kCmSlotBytes), cm_mr_->lkey()};
+        tp::RecvWr wr;
+        wr.wr_id = wc[0].wr_id;
+        wr.sg_list = &sge;
+        wr.num_sge = 1;
+        const tp::RecvWr* bad = nullptr;
+        (void)cm_qp_->PostRecv(&wr, &bad);
+      }
+    }
+  }
+  while (true) {
+    const int n = send_cq_->Poll(kPollBatch, wc);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t kind = KindOf(wc[i].wr_id);
+      const uint64_t index = IndexOf(wc[i].wr_id);
+      auto it = peer_by_qpn_.find(wc[i].qp_num);
+      if (kind != kWrCmSend && it != peer_by_qpn_.end()) {
+        --peers_[it->second].sq_outstanding;
+      }
+      if (kind == kWrTx) {
+        TxOp& op = tx_ops_[index];
+        op.send_done = true;
+        if (wc[i].status != tp::WcStatus::kSuccess) {
+          CompleteTx(static_cast<uint32_t>(index), EIO);
+          op.used = false;
+          tx_free_.push_back(static_cast<uint32_t>(index));
+          if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO);
+        } else {
+          MaybeFinishTx(static_cast<uint32_t>(index));
+        }
+      }
+    }
+  }
+  // Connection retries, in peer order.
+  const uint64_t now = device_->clock().NowNs();
+  for (uint32_t i = 0; i < peers_.size(); ++i) {
+    Peer& p = peers_[i];
+    if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
+    if (++p.retries > attr_.cm_retries_max) {
+      FailPeer(i, EHOSTUNREACH);
+      continue;
+    }
+    ++stats_.cm_retries;
+    (void)SendCm(i, wire::CmType::kRequest);
+    p.retry_at_ns = now + attr_.cm_retry_ns;
+  }
+  FlushCreditWrites();
+  // Acks and sends that waited for a connection or a credit, in peer order.
+  for (uint32_t i = 0; i < peers_.size(); ++i) {
+    Peer& p = peers_[i];
+    while (!p.acks.empty() && PostAck(i, p.acks.front()).ok()) {
+      p.acks.pop_front();
+    }
+    while (p.state == PeerState::kConnected && !p.waiting.empty() &&
+           AvailableCredits(p) > 0 && p.sq_outstanding < attr_.tx_size) {
+      const uint32_t index = p.waiting.front();
+      if (!PostTx(index).ok()) break;
+      p.waiting.pop_front();
+    }
+  }
+}
+
+}  // namespace softfab::core

@@ -1,0 +1,321 @@
+// Endpoint: fi_msg(3) and fi_tagged(3) semantics over core/transport.h.
+//
+// Protocol (the same on every backend):
+// - Wiring (RDM): each endpoint owns a UD QP that serves as its connection
+//   manager. The first send to a peer creates an RC QP and sends a CM request
+//   (QP number, PSN, credit word, credits granted); the peer connects its own
+//   RC QP and replies. Lost datagrams are retried on a timer; a duplicate
+//   request gets the same reply. When both sides start at once, the endpoint
+//   with the smaller name keeps its request and the other answers it.
+// - Eager: messages up to eager_max travel in one SEND (header + payload) into
+//   bounce buffers on the endpoint's shared receive queue; the matcher decides
+//   where they land, and unexpected ones are copied aside so the bounce buffer
+//   goes back at once.
+// - Credits: a sender may have at most `credits` SENDs unconsumed at a peer.
+//   The receiver returns credits by RDMA-writing a running total into a word
+//   the sender registered, so returning credits never consumes a receive and
+//   the core never provokes RNR. No credit, no send queue room or no CQ room:
+//   the call returns EAGAIN, and reading the CQs frees them (Progress()).
+// - Completion levels: inject-complete when the data is copied out of the
+//   user's buffer; transmit-complete when the RC SEND is acknowledged;
+//   delivery-complete when the target's core has placed or buffered the
+//   message and acknowledged it; match-complete when a receive matched it (or
+//   it was discarded) and the target acknowledged that.
+//
+// Not thread-safe: the owner serialises calls (manual progress).
+#ifndef SOFTFAB_CORE_ENDPOINT_H_
+#define SOFTFAB_CORE_ENDPOINT_H_
+
+#include <sys/uio.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/address_vector.h"
+#include "core/completion_queue.h"
+#include "core/matcher.h"
+#include "core/status.h"
+#include "core/transport.h"
+#include "core/wire.h"
+
+namespace softfab::core {
+
+enum class EndpointType : uint8_t { kMsg, kRdm, kDgram };
+
+struct EndpointAttr {
+  EndpointType type = EndpointType::kRdm;
+  uint32_t tx_size = 256;     // Sends in flight (including queued ones).
+  uint32_t rx_size = 256;     // Receives posted at once.
+  uint32_t eager_max = 8192;  // Largest message sent eagerly.
+  uint32_t inject_size = 256;
+  uint32_t credits = 64;          // SENDs in flight to one peer.
+  uint32_t peers_max = 1024;      // Connections one endpoint can hold.
+  uint64_t op_flags = 0;          // Default completion level (0: transmit).
+  uint64_t caps = 0;              // kDirectedRecv, ...
+  uint32_t cm_retry_ns = 200000;  // CM request retry interval.
+  uint32_t cm_retries_max = 50;
+};
+
+// One send of any flavour (send, sendv, sendmsg, inject, senddata, t*).
+struct SendArgs {
+  const struct iovec* iov = nullptr;
+  size_t iov_count = 0;
+  void** desc = nullptr;
+  uint64_t dest = 0;
+  uint64_t tag = 0;
+  uint64_t data = 0;
+  void* context = nullptr;
+  uint64_t flags = 0;  // kRemoteCqData, kInject, kCompletion, levels, ...
+  bool tagged = false;
+};
+
+// One receive of any flavour (recv, recvv, recvmsg, t*).
+struct RecvArgs {
+  const struct iovec* iov = nullptr;
+  size_t iov_count = 0;
+  void** desc = nullptr;
+  uint64_t src = kAnySource;
+  uint64_t tag = 0;
+  uint64_t ignore = 0;
+  void* context = nullptr;
+  uint64_t flags = 0;  // kMultiRecv, kPeek, kClaim, kDiscard, kCompletion.
+  bool tagged = false;
+};
+
+class Endpoint {
+ public:
+  static constexpr size_t kIovMax = 4;
+  static constexpr size_t kMinMultiRecvDefault = 8192;
+
+  // Creates an endpoint on `pd`'s device. `pd` must outlive it.
+  static StatusOr<std::unique_ptr<Endpoint>> Create(
+      transport::Device* device, transport::ProtectionDomain* pd,
+      const EndpointAttr& attr);
+  ~Endpoint();
+
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  // fi_ep_bind. `flags`: kSend and/or kRecv, plus kSelectiveCompletion.
+  static constexpr uint64_t kSelectiveCompletion = 1ull << 59;
+  Status BindCq(CompletionQueue* cq, uint64_t flags);
+  Status BindAv(AddressVector* av);
+  // fi_enable: needs a bound AV (RDM) and CQs for both directions.
+  Status Enable();
+  bool enabled() const { return enabled_; }
+
+  const wire::Name& name() const { return name_; }
+  const EndpointAttr& attr() const { return attr_; }
+  size_t max_msg_size() const { return attr_.eager_max; }
+
+  Status Send(const SendArgs& args);
+  Status Recv(const RecvArgs& args);
+  // fi_cancel: the oldest posted receive with `context` completes with
+  // ECANCELED. ENOENT when there is none.
+  Status Cancel(void* context);
+
+  Status SetMinMultiRecv(size_t bytes);
+  size_t min_multi_recv() const { return min_multi_recv_; }
+
+  // Polls the transport and runs the protocol. Called by CQ reads.
+  void Progress();
+
+  // Counters for tests and reports.
+  struct Stats {
+    uint64_t eagain = 0;
+    uint64_t cm_requests = 0;
+    uint64_t cm_retries = 0;
+    uint64_t credit_writes = 0;
+    uint64_t unexpected = 0;
+    uint64_t bad_headers = 0;
+  };
+  const Stats& stats() const { return stats_; }
+
+ private:
+  Endpoint(transport::Device* device, transport::ProtectionDomain* pd,
+           const EndpointAttr& attr);
+  Status Init();
+
+  enum class PeerState : uint8_t { kIdle, kConnecting, kConnected, kFailed };
+  struct Peer {
+    wire::Name name;
+    uint64_t av_index = kAnySource;  // Our AV's index for it, if any.
+    PeerState state = PeerState::kIdle;
+    transport::QueuePair* qp = nullptr;
+    transport::AddressHandle* ah = nullptr;  // For CM datagrams to it.
+    uint32_t psn = 0;
+    uint64_t request_id = 0;   // Our outstanding CM request.
+    uint64_t answered_id = 0;  // Their request we replied to.
+    uint32_t remote_qpn = 0;
+    uint64_t retry_at_ns = 0;
+    uint32_t retries = 0;
+    // Credits we may spend: granted + returned_total (written by the peer into
+    // credit_words_[index]) - sends.
+    uint64_t granted = 0;
+    uint64_t sends = 0;
+    // Credits we owe the peer: buffers of theirs we have consumed and freed.
+    uint64_t freed = 0;
+    uint64_t freed_written = 0;
+    bool credit_write_pending = false;
+    uint64_t remote_credit_addr = 0;
+    uint32_t remote_credit_rkey = 0;
+    uint32_t sq_outstanding = 0;
+    std::deque<uint32_t> waiting;  // Tx ops queued until the peer connects.
+    std::deque<uint64_t> acks;     // Acks (msg ids) waiting for a credit.
+    // Unexpected messages from this peer whose credit went back at once. Past
+    // `credits` of them a buffered message keeps its credit until a receive
+    // takes it: the sender is throttled and memory stays bounded.
+    uint32_t unexpected_buffered = 0;
+  };
+
+  struct TxOp {
+    bool used = false;
+    uint32_t peer = 0;
+    void* context = nullptr;
+    uint64_t flags = 0;  // CQ flags (kSend | kMsg/kTagged) and op flags.
+    uint64_t level = 0;  // The completion level it waits for.
+    size_t len = 0;
+    bool wants_entry = false;  // Writes a CQ entry on success.
+    bool reserved = false;     // Holds a CQ reservation (errors always fit).
+    bool sent = false;         // SEND posted.
+    bool acked = false;        // Target ack (delivery/match) seen.
+    bool send_done = false;    // SEND completed at the transport.
+    wire::Header header;
+  };
+
+  struct RxOp {
+    bool used = false;
+    void* context = nullptr;
+    struct iovec iov[kIovMax];
+    size_t iov_count = 0;
+    size_t len = 0;       // Sum of iov lengths.
+    size_t consumed = 0;  // Multi-recv: bytes handed out.
+    uint64_t flags = 0;   // Posting flags.
+    bool tagged = false;
+    bool wants_entry = false;  // Writes a CQ entry on success.
+    ReceiveHandle handle;      // While queued in the matcher.
+  };
+
+  struct Unexpected {
+    bool used = false;
+    bool credit_held = false;  // Its credit returns when it is consumed.
+    uint32_t peer = 0;
+    wire::Header header;
+    std::vector<uint8_t> payload;
+  };
+
+  // wr_id layout: kind in the top byte, index below.
+  enum WrKind : uint64_t {
+    kWrTx = 1,
+    kWrRxBounce = 2,
+    kWrCmSend = 3,
+    kWrCmRecv = 4,
+    kWrCredit = 5,
+    kWrAck = 6,
+  };
+  static uint64_t WrId(WrKind kind, uint64_t index) {
+    return (uint64_t{kind} << 56) | index;
+  }
+
+  // Sending.
+  Status CheckSend(const SendArgs& args, size_t* len) const;
+  StatusOr<uint32_t> PeerFor(uint64_t dest);
+  uint32_t FindOrAddPeer(const wire::Name& name);
+  uint64_t AvailableCredits(const Peer& peer) const;
+  Status PostTx(uint32_t op_index);
+  void CompleteTx(uint32_t op_index, int err);
+  void MaybeFinishTx(uint32_t op_index);
+  // Sends an ack now, or queues it until the peer has a credit again.
+  void SendAck(uint32_t peer, uint64_t msg_id);
+  Status PostAck(uint32_t peer, uint64_t msg_id);
+
+  // Receiving.
+  Status CheckRecv(const RecvArgs& args) const;
+  void OnBounce(const transport::WorkCompletion& wc);
+  void Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
+               const uint8_t* payload, size_t payload_len);
+  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
+                  size_t olen);
+  Status RepostBounce(uint32_t index);
+  void ReturnCredit(uint32_t peer);
+  // A buffered unexpected message was taken (matched, claimed, discarded).
+  void ReleaseUnexpected(uint32_t index);
+  void FlushCreditWrites();
+  uint64_t SourceOf(uint32_t peer) const;
+  Status HandlePeekClaimDiscard(const RecvArgs& args);
+
+  // Connection management.
+  Status StartConnect(uint32_t peer);
+  Status SendCm(uint32_t peer, wire::CmType type);
+  void OnCm(const uint8_t* bytes, size_t len);
+  Status ConnectQp(Peer& peer, uint32_t remote_qpn, uint32_t remote_psn);
+  StatusOr<transport::QueuePair*> NewRcQp();
+  void OnConnected(uint32_t peer);
+  void FailPeer(uint32_t peer, int err);
+
+  transport::Device* device_;
+  transport::ProtectionDomain* pd_;
+  EndpointAttr attr_;
+  bool enabled_ = false;
+  wire::Name name_;
+  transport::PortAttr port_{};
+  transport::Gid gid_{};
+
+  CompletionQueue* tx_cq_ = nullptr;
+  CompletionQueue* rx_cq_ = nullptr;
+  bool tx_selective_ = false;
+  bool rx_selective_ = false;
+  AddressVector* av_ = nullptr;
+
+  transport::CompletionQueue* send_cq_ = nullptr;
+  transport::CompletionQueue* recv_cq_ = nullptr;
+  transport::SharedReceiveQueue* srq_ = nullptr;
+  transport::QueuePair* cm_qp_ = nullptr;
+
+  // Registered memory: tx bounce slots, rx bounce buffers, CM buffers, credit
+  // words (written by peers) and credit sources (what we write to them).
+  std::vector<uint8_t> tx_bounce_;
+  std::vector<uint8_t> rx_bounce_;
+  std::vector<uint8_t> cm_buffers_;
+  std::vector<uint64_t> credit_words_;
+  std::vector<uint64_t> credit_sources_;
+  transport::MemoryRegion* tx_mr_ = nullptr;
+  transport::MemoryRegion* rx_mr_ = nullptr;
+  transport::MemoryRegion* cm_mr_ = nullptr;
+  transport::MemoryRegion* credit_mr_ = nullptr;
+  transport::MemoryRegion* source_mr_ = nullptr;
+  size_t tx_slot_bytes_ = 0;
+  size_t rx_slot_bytes_ = 0;
+  uint32_t rx_bounce_count_ = 0;
+  static constexpr uint32_t kCmBuffers = 32;
+  static constexpr size_t kCmSlotBytes = 40 + 128;  // GRH + message.
+  uint32_t cm_send_next_ = 0;
+  uint32_t control_next_ = 0;
+
+  std::vector<TxOp> tx_ops_;
+  std::vector<uint32_t> tx_free_;
+  std::vector<RxOp> rx_ops_;
+  std::vector<uint32_t> rx_free_;
+  std::vector<uint32_t> rx_of_handle_[2];  // [tagged] receive handle -> RxOp
+  std::vector<Unexpected> unexpected_;
+  std::vector<uint32_t> unexpected_free_;
+  TagMatcher matchers_[2];  // [0]: untagged (fi_msg), [1]: tagged.
+
+  std::vector<Peer> peers_;
+  std::map<wire::Name, uint32_t> peer_by_name_;
+  std::map<uint32_t, uint32_t> peer_by_qpn_;
+  std::vector<uint32_t> credit_dirty_;  // Peers with credits to write back.
+
+  size_t min_multi_recv_ = kMinMultiRecvDefault;
+  uint64_t next_request_id_ = 1;
+  uint32_t next_psn_ = 0x1000;
+  Stats stats_;
+};
+
+}  // namespace softfab::core
+
+#endif  // SOFTFAB_CORE_ENDPOINT_H_

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what softfab builds and tests with, from Debian 12's archive. Idempotent.
+# Needs root (or sudo). Nothing else is downloaded: Bazel runs offline (see WORKSPACE).
+set -euo pipefail
+
+packages=(
+  bazel-bootstrap bazel-platforms    # Bazel 4.2.3 and the platforms repository
+  g++ python3 clang-format           # compiler, test-count script, formatting
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libuv1-dev libibverbs-dev librdmacm-dev
+)
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+$sudo apt-get update -q
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# softfab's test command (the README's second command, and what CI runs):
+#   1. installs the Debian packages the build needs (tools/install-deps.sh),
+#   2. runs every test: `bazel test //...` plain, under AddressSanitizer and under
+#      UndefinedBehaviorSanitizer,
+#   3. checks that the simulator's digest of a fixed faulty scenario is the same in
+#      optimised and debug builds (once //backends/sim:sim_digest exists),
+#   4. ends with one line "N passed, N failed" counted from the test.xml files.
+# Exit status is non-zero when anything failed. SOFTFAB_SKIP_INSTALL=1 skips step 1,
+# SOFTFAB_QUICK=1 skips the sanitizer runs, SOFTFAB_TARGETS (default //...) narrows the run.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if [ "${SOFTFAB_SKIP_INSTALL:-0}" != 1 ]; then
+  bash tools/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+fi
+
+targets=${SOFTFAB_TARGETS:-//...}
+results=$(mktemp -d)
+
+# Runs `bazel test` with the given flags and files its test.xml results under $results/<name>.
+bazel_tests() {
+  local name=$1
+  shift
+  echo "== bazel test $* $targets"
+  bazel test --keep_going "$@" -- $targets 2>&1 | tail -n 60
+  local rc=${PIPESTATUS[0]}
+  # A failed build or test shows up in the counts (a target without a test.xml is a
+  # failure), so the exit code is only reported here.
+  [ "$rc" -eq 0 ] || echo "== bazel test $* exited with $rc"
+
+  python3 tools/count_tests.py collect "$(bazel info "$@" bazel-testlogs 2>/dev/null)" \
+    "$results/$name" $(bazel query "tests(${targets// / + })" 2>/dev/null)
+}
+
+bazel_tests plain
+if [ "${SOFTFAB_QUICK:-0}" != 1 ]; then
+  bazel_tests asan --config=asan
+  bazel_tests ubsan --config=ubsan
+fi
+
+# The same scenario must give the same digest in -c opt and -c dbg builds.
+if [ "$targets" = "//..." ] && bazel query //backends/sim:sim_digest >/dev/null 2>&1; then
+  echo "== simulator digest, -c opt against -c dbg"
+  opt=$(bazel run -c opt //backends/sim:sim_digest 2>/dev/null | grep '^digest ')
+  dbg=$(bazel run -c dbg //backends/sim:sim_digest 2>/dev/null | grep '^digest ')
+  echo "opt: ${opt:-<none>}"
+  echo "dbg: ${dbg:-<none>}"
+  if [ -n "$opt" ] && [ "$opt" = "$dbg" ]; then
+    python3 tools/count_tests.py record "$results/digest" "sim_digest_opt_equals_dbg" pass
+  else
+    python3 tools/count_tests.py record "$results/digest" "sim_digest_opt_equals_dbg" fail
+  fi
+fi
+
+python3 tools/count_tests.py summarize "$results"
