@@ -336,7 +336,7 @@ Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
     return InvalidArgument("at most one completion level per send");
   }
   *len = IovBytes(a.iov, a.iov_count);
-  if (*len > attr_.eager_max) {
+  if (*len > attr_.max_msg_size) {
     return InvalidArgument("message larger than max_msg_size");
   }
   if ((a.flags & kInject) && *len > attr_.inject_size) {
@@ -403,23 +403,63 @@ Status Endpoint::Send(const SendArgs& a) {
   h.data = (a.flags & kRemoteCqData) ? a.data : 0;
   h.msg_id = index;
   uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
-  wire::Encode(h, slot);
-  size_t off = wire::kHeaderBytes;
-  for (size_t i = 0; i < a.iov_count; ++i) {
-    if (a.iov[i].iov_len == 0) continue;
-    std::memcpy(slot + off, a.iov[i].iov_base, a.iov[i].iov_len);
-    off += a.iov[i].iov_len;
+  auto rollback = [&](Status s) {
+    tx_cq_->Unreserve();
+    op = TxOp{};
+    tx_free_.push_back(index);
+    return s;
+  };
+  if (len > attr_.eager_max) {
+    // Rendezvous: the target READs the payload from its place; the send
+    // completes (at any level) when the target says the READ is done.
+    op.rendezvous = true;
+    h.op = wire::Op::kRendezvous;
+    const uint8_t* src = nullptr;
+    size_t first = 0;
+    while (a.iov[first].iov_len == 0) ++first;
+    src = static_cast<const uint8_t*>(a.iov[first].iov_base);
+    const bool contiguous = a.iov[first].iov_len == len;
+    if (!contiguous) {
+      op.rdv_copy.resize(len);
+      size_t off = 0;
+      for (size_t i = 0; i < a.iov_count; ++i) {
+        if (a.iov[i].iov_len == 0) continue;
+        std::memcpy(op.rdv_copy.data() + off, a.iov[i].iov_base,
+                    a.iov[i].iov_len);
+        off += a.iov[i].iov_len;
+      }
+      src = op.rdv_copy.data();
+    }
+    tp::MemoryRegion* mr = (contiguous && a.desc) ? a.desc[first] : nullptr;
+    const uint64_t at = reinterpret_cast<uint64_t>(src);
+    if (mr == nullptr || !(mr->access() & tp::kAccessRemoteRead) ||
+        at < mr->addr() || at + len > mr->addr() + mr->length()) {
+      auto reg =
+          pd_->RegMr(const_cast<uint8_t*>(src), len, tp::kAccessRemoteRead);
+      if (!reg.ok()) return rollback(reg.status());
+      op.rdv_mr = *reg;
+      mr = *reg;
+    }
+    h.aux = at;
+    h.rkey = mr->rkey();
+    wire::Encode(h, slot);
+  } else {
+    wire::Encode(h, slot);
+    size_t off = wire::kHeaderBytes;
+    for (size_t i = 0; i < a.iov_count; ++i) {
+      if (a.iov[i].iov_len == 0) continue;
+      std::memcpy(slot + off, a.iov[i].iov_base, a.iov[i].iov_len);
+      off += a.iov[i].iov_len;
+    }
+    // The payload is copied: the user's buffer may be reused now.
+    if (op.level == kInjectComplete) CompleteTx(index, 0);
   }
-  // The payload is copied: the user's buffer may be reused now.
-  if (op.level == kInjectComplete) CompleteTx(index, 0);
 
   if (connected) {
     if (Status s = PostTx(index); !s.ok()) {
       // Roll back: nothing was posted.
-      if (op.reserved) tx_cq_->Unreserve();
-      op.used = false;
-      tx_free_.push_back(index);
-      return s;
+      if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+      return rollback(s);
     }
     return Status::Ok();
   }
@@ -427,10 +467,8 @@ Status Endpoint::Send(const SendArgs& a) {
   if (p.state == PeerState::kIdle) {
     if (Status s = StartConnect(peer); !s.ok()) {
       p.waiting.pop_back();
-      if (op.reserved) tx_cq_->Unreserve();
-      op.used = false;
-      tx_free_.push_back(index);
-      return s;
+      if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+      return rollback(s);
     }
   }
   return Status::Ok();
@@ -439,9 +477,10 @@ Status Endpoint::Send(const SendArgs& a) {
 Status Endpoint::PostTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
   Peer& p = peers_[op.peer];
+  const size_t payload = op.rendezvous ? 0 : op.len;
   tp::Sge sge{
       reinterpret_cast<uint64_t>(tx_bounce_.data()) + index * tx_slot_bytes_,
-      static_cast<uint32_t>(wire::kHeaderBytes + op.len), tx_mr_->lkey()};
+      static_cast<uint32_t>(wire::kHeaderBytes + payload), tx_mr_->lkey()};
   tp::SendWr wr;
   wr.wr_id = WrId(kWrTx, index);
   wr.sg_list = &sge;
@@ -478,22 +517,23 @@ void Endpoint::CompleteTx(uint32_t index, int err) {
 
 void Endpoint::MaybeFinishTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
-  const bool needs_ack =
-      op.level == kDeliveryComplete || op.level == kMatchComplete;
+  const bool needs_ack = op.rendezvous || op.level == kDeliveryComplete ||
+                         op.level == kMatchComplete;
   if (!op.send_done || (needs_ack && !op.acked)) return;
   CompleteTx(index, 0);
-  op.used = false;
+  if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+  op = TxOp{};
   tx_free_.push_back(index);
 }
 
-void Endpoint::SendAck(uint32_t peer, uint64_t msg_id) {
+void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   Peer& p = peers_[peer];
-  if (!p.acks.empty() || !PostAck(peer, msg_id).ok()) {
-    p.acks.push_back(msg_id);
+  if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
+    p.acks.emplace_back(op, msg_id);
   }
 }
 
-Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id) {
+Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   Peer& p = peers_[peer];
   // Acks use a ring of header-only slots after the tx slots and need a credit
   // at the peer like any SEND.
@@ -505,7 +545,7 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id) {
   uint8_t* buf = tx_bounce_.data() + tx_slot_bytes_ * attr_.tx_size +
                  slot * wire::kHeaderBytes;
   wire::Header h;
-  h.op = wire::Op::kAck;
+  h.op = op;
   h.msg_id = msg_id;
   wire::Encode(h, buf);
   tp::Sge sge{reinterpret_cast<uint64_t>(buf),
@@ -580,6 +620,7 @@ Status Endpoint::Recv(const RecvArgs& a) {
   r.flags = a.flags;
   r.tagged = a.tagged;
   r.wants_entry = wants_entry;
+  if (a.desc) std::copy(a.desc, a.desc + a.iov_count, r.desc);
 
   const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
   const uint64_t tag = a.tagged ? a.tag : 0;
@@ -594,12 +635,18 @@ Status Endpoint::Recv(const RecvArgs& a) {
     Unexpected& un = unexpected_[ui];
     m.RemoveUnexpected(*u);
     const bool multi = r.flags & kMultiRecv;
-    Deliver(index, un.peer, un.header, un.payload.data(), un.payload.size());
-    if (un.header.flags & wire::kAckMatch) {
-      SendAck(un.peer, un.header.msg_id);
+    if (un.header.op == wire::Op::kRendezvous) {
+      StartRead(index, un.peer, un.header, 0);
+    } else {
+      Deliver(index, un.peer, un.header, un.payload.data(), un.payload.size());
+      if (un.header.flags & wire::kAckMatch) {
+        SendAck(un.peer, un.header.msg_id);
+      }
     }
     ReleaseUnexpected(ui);
-    if (!multi || !rx_ops_[index].used) return Status::Ok();
+    if (!multi || !rx_ops_[index].used || rx_ops_[index].released) {
+      return Status::Ok();
+    }
   }
   const ReceiveHandle h =
       m.AddReceive({tag, ignore, source, reinterpret_cast<uint64_t>(a.context),
@@ -611,41 +658,8 @@ Status Endpoint::Recv(const RecvArgs& a) {
   return Status::Ok();
 }
 
-void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
-                          size_t olen) {
-  RxOp& r = rx_ops_[rx_index];
-  const bool last = !(r.flags & kMultiRecv) || (entry.flags & kMultiRecv);
-  // A multi-recv buffer writes one entry per message (unreserved: a message is
-  // only taken when the CQ has room) and its last entry on the reservation.
-  const bool reserved = last;
-  if (err == 0 && !r.wants_entry) {
-    if (reserved) rx_cq_->Unreserve();
-  } else {
-    if (err == 0) {
-      rx_cq_->Push(entry, reserved);
-    } else {
-      CqErrEntry e;
-      e.op_context = entry.op_context;
-      e.flags = entry.flags;
-      e.len = entry.len;
-      e.buf = entry.buf;
-      e.data = entry.data;
-      e.tag = entry.tag;
-      e.olen = olen;
-      e.err = err;
-      e.src_addr = entry.src_addr;
-      rx_cq_->PushError(e, reserved);
-    }
-  }
-  if (last) {
-    r.used = false;
-    rx_free_.push_back(rx_index);
-  }
-}
-
-void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-                       const uint8_t* payload, size_t payload_len) {
-  RxOp& r = rx_ops_[rx_index];
+CqEntry Endpoint::RecvEntry(const RxOp& r, uint32_t peer,
+                            const wire::Header& h) const {
   CqEntry e;
   e.op_context = r.context;
   e.flags = kRecv | (r.tagged ? kTagged : kMsg) |
@@ -654,38 +668,198 @@ void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
   e.tag = h.tag;
   const uint64_t src = SourceOf(peer);
   e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
+  return e;
+}
+
+bool Endpoint::ConsumeMulti(uint32_t rx_index, size_t bytes) {
+  RxOp& r = rx_ops_[rx_index];
+  r.consumed += bytes;
+  if (r.released || r.len - r.consumed >= min_multi_recv_) return false;
+  // Released: out of matching (if it was queued).
+  if (r.handle.index != internal::kNil) {
+    matchers_[r.tagged].RemoveReceive(r.handle);
+    r.handle = ReceiveHandle{};
+  }
+  r.released = true;
+  return true;
+}
+
+void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
+                          size_t olen) {
+  RxOp& r = rx_ops_[rx_index];
+  CqEntry e = entry;
+  bool last = true;
   if (r.flags & kMultiRecv) {
-    const size_t room = r.len - r.consumed;
-    const size_t n = std::min(room, payload_len);
+    // One entry per message (unreserved: a message is only taken when the CQ
+    // has room); the entry written once the buffer is released and no READ
+    // into it is pending carries FI_MULTI_RECV and uses the reservation.
+    last = r.released && r.reads_pending == 0 && !r.release_reported;
+    if (last) {
+      e.flags |= kMultiRecv;
+      r.release_reported = true;
+    }
+  }
+  if (err == 0 && !r.wants_entry) {
+    if (last) rx_cq_->Unreserve();
+  } else if (err == 0) {
+    rx_cq_->Push(e, /*reserved=*/last);
+  } else {
+    CqErrEntry x;
+    x.op_context = e.op_context;
+    x.flags = e.flags;
+    x.len = e.len;
+    x.buf = e.buf;
+    x.data = e.data;
+    x.tag = e.tag;
+    x.olen = olen;
+    x.err = err;
+    x.src_addr = e.src_addr;
+    rx_cq_->PushError(x, /*reserved=*/last);
+  }
+  if (last) {
+    r = RxOp{};
+    rx_free_.push_back(rx_index);
+  }
+}
+
+void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
+                       const uint8_t* payload, size_t payload_len) {
+  RxOp& r = rx_ops_[rx_index];
+  CqEntry e = RecvEntry(r, peer, h);
+  size_t n;
+  if (r.flags & kMultiRecv) {
+    n = std::min(r.len - r.consumed, payload_len);
     uint8_t* at = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
     if (n > 0) std::memcpy(at, payload, n);
     e.buf = at;
-    e.len = n;
-    r.consumed += n;
-    if (r.len - r.consumed < min_multi_recv_) {
-      // Released: out of matching (if it was queued); this entry says so.
-      if (r.handle.index != internal::kNil) {
-        matchers_[r.tagged].RemoveReceive(r.handle);
-      }
-      e.flags |= kMultiRecv;
-    }
-    CompleteRx(rx_index, e, n < payload_len ? kErrTruncated : 0,
-               payload_len - n);
-    return;
+    ConsumeMulti(rx_index, n);
+  } else {
+    n = ScatterInto(r.iov, r.iov_count, 0, payload, payload_len);
+    e.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
   }
-  const size_t n = ScatterInto(r.iov, r.iov_count, 0, payload, payload_len);
-  e.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
   e.len = n;
   CompleteRx(rx_index, e, n < payload_len ? kErrTruncated : 0, payload_len - n);
+}
+
+void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
+                         const wire::Header& h, uint64_t cq_flags) {
+  RxOp& r = rx_ops_[rx_index];
+  uint32_t ri;
+  if (!reads_free_.empty()) {
+    ri = reads_free_.back();
+    reads_free_.pop_back();
+  } else {
+    ri = static_cast<uint32_t>(reads_.size());
+    reads_.emplace_back();
+  }
+  Read& rd = reads_[ri];
+  rd = Read{};
+  rd.used = true;
+  rd.rx = rx_index;
+  rd.peer = peer;
+  rd.header = h;
+  rd.cq_flags = cq_flags;
+  if (r.flags & kMultiRecv) {
+    rd.len = std::min<uint64_t>(r.len - r.consumed, h.length);
+    rd.buf = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
+    ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
+  } else {
+    rd.len = std::min<uint64_t>(r.len, h.length);
+    rd.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
+  }
+  ++r.reads_pending;
+  if (rd.len == 0) {
+    OnReadDone(ri, true);
+    return;
+  }
+  if (Status s = PostRead(ri); s.code() == ENOMEM || s.code() == EAGAIN) {
+    peers_[peer].reads_waiting.push_back(ri);
+  } else if (!s.ok()) {
+    OnReadDone(ri, false);
+  }
+}
+
+Status Endpoint::PostRead(uint32_t ri) {
+  Read& rd = reads_[ri];
+  RxOp& r = rx_ops_[rd.rx];
+  Peer& p = peers_[rd.peer];
+  if (p.state != PeerState::kConnected) {
+    return Status(EIO, "connection to the sender is gone");
+  }
+  if (p.sq_outstanding >= attr_.tx_size + 8) {
+    return TryAgain("send queue full");
+  }
+  // The READ's scatter list: the piece of each buffer it fills, each under a
+  // registration (the caller's descriptor where it covers, else our own).
+  tp::Sge sges[kIovMax];
+  int num_sge = 0;
+  const bool multi = r.flags & kMultiRecv;
+  const size_t pieces = multi ? 1 : r.iov_count;
+  size_t left = rd.len;
+  for (size_t i = 0; i < pieces && left > 0; ++i) {
+    uint8_t* base = multi ? static_cast<uint8_t*>(rd.buf)
+                          : static_cast<uint8_t*>(r.iov[i].iov_base);
+    const size_t n = multi ? left : std::min(left, r.iov[i].iov_len);
+    if (n == 0) continue;
+    tp::MemoryRegion* mr = r.desc[multi ? 0 : i];
+    const uint64_t at = reinterpret_cast<uint64_t>(base);
+    if (mr == nullptr || !(mr->access() & tp::kAccessLocalWrite) ||
+        at < mr->addr() || at + n > mr->addr() + mr->length()) {
+      if (rd.mrs[i] == nullptr) {
+        auto reg = pd_->RegMr(base, n, tp::kAccessLocalWrite);
+        if (!reg.ok()) return reg.status();
+        rd.mrs[i] = *reg;
+      }
+      mr = rd.mrs[i];
+    }
+    sges[num_sge++] = tp::Sge{at, static_cast<uint32_t>(n), mr->lkey()};
+    left -= n;
+  }
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrRead, ri);
+  wr.sg_list = sges;
+  wr.num_sge = num_sge;
+  wr.opcode = tp::WrOpcode::kRdmaRead;
+  wr.send_flags = tp::kSendSignaled;
+  wr.rdma.remote_addr = rd.header.aux;
+  wr.rdma.rkey = rd.header.rkey;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
+  ++p.sq_outstanding;
+  return Status::Ok();
+}
+
+void Endpoint::OnReadDone(uint32_t ri, bool ok) {
+  Read& rd = reads_[ri];
+  RxOp& r = rx_ops_[rd.rx];
+  --r.reads_pending;
+  CqEntry e = RecvEntry(r, rd.peer, rd.header);
+  e.flags |= rd.cq_flags;
+  e.buf = rd.buf;
+  e.len = rd.len;
+  const uint64_t total = rd.header.length;
+  const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
+  CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0);
+  for (tp::MemoryRegion*& mr : rd.mrs) {
+    if (mr) (void)mr->Destroy();
+    mr = nullptr;
+  }
+  // The sender may now release its buffer and complete.
+  SendAck(rd.peer, rd.header.msg_id, wire::Op::kReadDone);
+  rd.used = false;
+  reads_free_.push_back(ri);
 }
 
 Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   TagMatcher& m = matchers_[1];
   const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
   const uint64_t ctx = reinterpret_cast<uint64_t>(a.context);
+  const bool peek = a.flags & kPeek;
+  const bool claim = a.flags & kClaim;
+  const bool discard = a.flags & kDiscard;
   Progress();  // Look at what has arrived by now.
   std::optional<MessageHandle> found;
-  if (a.flags & kPeek) {
+  if (peek) {
     found = m.FindUnexpected(a.tag, a.ignore, source);
   } else {
     found = m.FindClaimed(ctx);
@@ -693,15 +867,23 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
       return InvalidArgument("no message was claimed with this context");
     }
   }
+  const bool read_into_buffer =
+      found && !peek && !discard &&
+      unexpected_[m.message(*found).cookie].header.op == wire::Op::kRendezvous;
+  if (read_into_buffer && rx_free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all receive slots are posted");
+  }
   if (Status s = rx_cq_->Reserve(); !s.ok()) {
     ++stats_.eagain;
     return s;
   }
+  const uint64_t op_flags = a.flags & (kPeek | kClaim | kDiscard);
   if (!found) {
     // fi_tagged(3): a peek that finds nothing completes with FI_ENOMSG.
     CqErrEntry e;
     e.op_context = a.context;
-    e.flags = kRecv | kTagged | (a.flags & (kPeek | kClaim | kDiscard));
+    e.flags = kRecv | kTagged | op_flags;
     e.err = kErrNoMessage;
     e.tag = a.tag;
     rx_cq_->PushError(e, /*reserved=*/true);
@@ -709,27 +891,49 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   }
   const uint32_t ui = static_cast<uint32_t>(m.message(*found).cookie);
   Unexpected& un = unexpected_[ui];
+  const bool rendezvous = un.header.op == wire::Op::kRendezvous;
+  const bool take = discard || !peek;
+  if (peek && claim && !discard) m.Claim(*found, ctx);
+  if (read_into_buffer) {
+    // FI_CLAIM of a rendezvous message: READ it into the claiming buffer; the
+    // entry (with FI_CLAIM) comes when the READ is done.
+    const uint32_t index = rx_free_.back();
+    rx_free_.pop_back();
+    RxOp& r = rx_ops_[index];
+    r = RxOp{};
+    r.used = true;
+    r.context = a.context;
+    r.iov_count = a.iov_count;
+    std::copy(a.iov, a.iov + a.iov_count, r.iov);
+    r.len = IovBytes(a.iov, a.iov_count);
+    r.tagged = true;
+    r.wants_entry = true;
+    if (a.desc) std::copy(a.desc, a.desc + a.iov_count, r.desc);
+    const uint32_t peer = un.peer;
+    const wire::Header h = un.header;
+    m.RemoveUnexpected(*found);
+    ReleaseUnexpected(ui);
+    StartRead(index, peer, h, kClaim);
+    return Status::Ok();
+  }
   CqEntry e;
   e.op_context = a.context;
-  e.flags = kRecv | kTagged | (a.flags & (kPeek | kClaim | kDiscard)) |
+  e.flags = kRecv | kTagged | op_flags |
             ((un.header.flags & wire::kHasData) ? kRemoteCqData : 0);
-  e.len = un.payload.size();
+  e.len = un.header.length;
   e.data = un.header.data;
   e.tag = un.header.tag;
   const uint64_t src = SourceOf(un.peer);
   e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
-  const bool take = (a.flags & kDiscard) || !(a.flags & kPeek);
   int err = 0;
   size_t olen = 0;
-  if ((a.flags & kPeek) && (a.flags & kClaim) && !(a.flags & kDiscard)) {
-    m.Claim(*found, ctx);
-  }
-  if (!(a.flags & kDiscard) && a.iov_count > 0) {
-    // Peek and claim hand over data when a buffer is given.
+  if (!discard && !rendezvous && a.iov_count > 0) {
+    // Peek and claim hand over eager data when a buffer is given (a peek of a
+    // rendezvous message reports its length only: buf stays NULL).
     const size_t n = ScatterInto(a.iov, a.iov_count, 0, un.payload.data(),
                                  un.payload.size());
     e.buf = a.iov[0].iov_base;
-    if (!(a.flags & kPeek) && n < un.payload.size()) {
+    if (!peek && n < un.payload.size()) {
       err = kErrTruncated;
       olen = un.payload.size() - n;
       e.len = n;
@@ -751,7 +955,10 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     rx_cq_->PushError(x, /*reserved=*/true);
   }
   if (take) {
-    if (un.header.flags & wire::kAckMatch) {
+    if (rendezvous) {
+      // Discarded: the sender may release its buffer and complete.
+      SendAck(un.peer, un.header.msg_id, wire::Op::kReadDone);
+    } else if (un.header.flags & wire::kAckMatch) {
       SendAck(un.peer, un.header.msg_id);
     }
     m.RemoveUnexpected(*found);
@@ -867,17 +1074,20 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   wire::Header h;
   if (!wire::Decode(buf, wc.byte_len, &h) ||
       (h.op == wire::Op::kEager &&
-       h.length != wc.byte_len - wire::kHeaderBytes)) {
+       h.length != wc.byte_len - wire::kHeaderBytes) ||
+      (h.op != wire::Op::kEager && wc.byte_len != wire::kHeaderBytes)) {
     ++stats_.bad_headers;
-  } else if (h.op == wire::Op::kAck) {
+  } else if (h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) {
     if (h.msg_id < tx_ops_.size() && tx_ops_[h.msg_id].used &&
         tx_ops_[h.msg_id].peer == peer) {
       tx_ops_[h.msg_id].acked = true;
       MaybeFinishTx(static_cast<uint32_t>(h.msg_id));
     }
-  } else if (h.op == wire::Op::kEager) {
+  } else {
+    // kEager or kRendezvous: a message to match.
+    const bool rendezvous = h.op == wire::Op::kRendezvous;
     const uint8_t* payload = buf + wire::kHeaderBytes;
-    const size_t len = h.length;
+    const size_t len = rendezvous ? 0 : h.length;
     const bool tagged = h.flags & wire::kTagged;
     TagMatcher& m = matchers_[tagged];
     const uint64_t source = SourceOf(peer);
@@ -887,9 +1097,13 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
         m.RemoveReceive(*r);
         rx_ops_[rx].handle = ReceiveHandle{};
       }
-      Deliver(rx, peer, h, payload, len);
-      if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
-        SendAck(peer, h.msg_id);
+      if (rendezvous) {
+        StartRead(rx, peer, h, 0);
+      } else {
+        Deliver(rx, peer, h, payload, len);
+        if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
+          SendAck(peer, h.msg_id);
+        }
       }
     } else {
       uint32_t ui;
@@ -914,12 +1128,10 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
       un.payload.assign(payload, payload + len);
       m.AddUnexpected({tagged ? h.tag : 0, source, ui});
       ++stats_.unexpected;
-      if (h.flags & wire::kAckDelivery) {
+      if (!rendezvous && (h.flags & wire::kAckDelivery)) {
         SendAck(peer, h.msg_id);
       }
     }
-  } else {
-    ++stats_.bad_headers;
   }
   (void)RepostBounce(index);
   if (return_credit) ReturnCredit(peer);
@@ -1165,12 +1377,16 @@ void Endpoint::Progress() {
       if (kind != kWrCmSend && it != peer_by_qpn_.end()) {
         --peers_[it->second].sq_outstanding;
       }
-      if (kind == kWrTx) {
+      if (kind == kWrRead) {
+        OnReadDone(static_cast<uint32_t>(index),
+                   wc[i].status == tp::WcStatus::kSuccess);
+      } else if (kind == kWrTx) {
         TxOp& op = tx_ops_[index];
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
           CompleteTx(static_cast<uint32_t>(index), EIO);
-          op.used = false;
+          if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+          op = TxOp{};
           tx_free_.push_back(static_cast<uint32_t>(index));
           if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO);
         } else {
@@ -1196,8 +1412,12 @@ void Endpoint::Progress() {
   // Acks and sends that waited for a connection or a credit, in peer order.
   for (uint32_t i = 0; i < peers_.size(); ++i) {
     Peer& p = peers_[i];
-    while (!p.acks.empty() && PostAck(i, p.acks.front()).ok()) {
+    while (!p.acks.empty() &&
+           PostAck(i, p.acks.front().second, p.acks.front().first).ok()) {
       p.acks.pop_front();
+    }
+    while (!p.reads_waiting.empty() && PostRead(p.reads_waiting.front()).ok()) {
+      p.reads_waiting.pop_front();
     }
     while (p.state == PeerState::kConnected && !p.waiting.empty() &&
            AvailableCredits(p) > 0 && p.sq_outstanding < attr_.tx_size) {

@@ -51,6 +51,7 @@ struct EndpointAttr {
   uint32_t tx_size = 256;     // Sends in flight (including queued ones).
   uint32_t rx_size = 256;     // Receives posted at once.
   uint32_t eager_max = 8192;  // Largest message sent eagerly.
+  uint64_t max_msg_size = 1ull << 30;  // Larger ones use rendezvous (READ).
   uint32_t inject_size = 256;
   uint32_t credits = 64;          // SENDs in flight to one peer.
   uint32_t peers_max = 1024;      // Connections one endpoint can hold.
@@ -60,11 +61,15 @@ struct EndpointAttr {
   uint32_t cm_retries_max = 50;
 };
 
+// desc[i], when given, is the registration covering iov[i] (the API layer
+// validates it); without one the core copies (eager) or registers on the fly
+// (rendezvous).
+
 // One send of any flavour (send, sendv, sendmsg, inject, senddata, t*).
 struct SendArgs {
   const struct iovec* iov = nullptr;
   size_t iov_count = 0;
-  void** desc = nullptr;
+  transport::MemoryRegion* const* desc = nullptr;
   uint64_t dest = 0;
   uint64_t tag = 0;
   uint64_t data = 0;
@@ -77,7 +82,7 @@ struct SendArgs {
 struct RecvArgs {
   const struct iovec* iov = nullptr;
   size_t iov_count = 0;
-  void** desc = nullptr;
+  transport::MemoryRegion* const* desc = nullptr;
   uint64_t src = kAnySource;
   uint64_t tag = 0;
   uint64_t ignore = 0;
@@ -110,7 +115,7 @@ class Endpoint {
 
   const wire::Name& name() const { return name_; }
   const EndpointAttr& attr() const { return attr_; }
-  size_t max_msg_size() const { return attr_.eager_max; }
+  size_t max_msg_size() const { return attr_.max_msg_size; }
 
   Status Send(const SendArgs& args);
   Status Recv(const RecvArgs& args);
@@ -165,7 +170,9 @@ class Endpoint {
     uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued until the peer connects.
-    std::deque<uint64_t> acks;     // Acks (msg ids) waiting for a credit.
+    // Acks and read-dones waiting for a credit: (op, msg id).
+    std::deque<std::pair<wire::Op, uint64_t>> acks;
+    std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.
     // Unexpected messages from this peer whose credit went back at once. Past
     // `credits` of them a buffered message keeps its credit until a receive
     // takes it: the sender is throttled and memory stays bounded.
@@ -184,6 +191,9 @@ class Endpoint {
     bool sent = false;         // SEND posted.
     bool acked = false;        // Target ack (delivery/match) seen.
     bool send_done = false;    // SEND completed at the transport.
+    bool rendezvous = false;   // Waits for the target's kReadDone.
+    transport::MemoryRegion* rdv_mr = nullptr;  // Registered here: released.
+    std::vector<uint8_t> rdv_copy;  // A vectored large message, gathered.
     wire::Header header;
   };
 
@@ -198,6 +208,24 @@ class Endpoint {
     bool tagged = false;
     bool wants_entry = false;  // Writes a CQ entry on success.
     ReceiveHandle handle;      // While queued in the matcher.
+    transport::MemoryRegion* desc[kIovMax] = {};
+    // Rendezvous READs into this buffer still in flight, and (multi-recv)
+    // whether the buffer is released: the release flag goes on the last entry.
+    uint32_t reads_pending = 0;
+    bool released = false;
+    bool release_reported = false;
+  };
+
+  // An RDMA READ of a rendezvous payload into a receive.
+  struct Read {
+    bool used = false;
+    uint32_t rx = 0;
+    uint32_t peer = 0;
+    wire::Header header;
+    void* buf = nullptr;    // Where it lands (first byte).
+    size_t len = 0;         // Bytes read (<= header.length).
+    uint64_t cq_flags = 0;  // Extra entry flags (kClaim).
+    transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
   };
 
   struct Unexpected {
@@ -216,6 +244,7 @@ class Endpoint {
     kWrCmRecv = 4,
     kWrCredit = 5,
     kWrAck = 6,
+    kWrRead = 7,
   };
   static uint64_t WrId(WrKind kind, uint64_t index) {
     return (uint64_t{kind} << 56) | index;
@@ -230,14 +259,25 @@ class Endpoint {
   void CompleteTx(uint32_t op_index, int err);
   void MaybeFinishTx(uint32_t op_index);
   // Sends an ack now, or queues it until the peer has a credit again.
-  void SendAck(uint32_t peer, uint64_t msg_id);
-  Status PostAck(uint32_t peer, uint64_t msg_id);
+  void SendAck(uint32_t peer, uint64_t msg_id, wire::Op op = wire::Op::kAck);
+  Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
 
   // Receiving.
   Status CheckRecv(const RecvArgs& args) const;
   void OnBounce(const transport::WorkCompletion& wc);
   void Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
                const uint8_t* payload, size_t payload_len);
+  // Rendezvous: READ the payload into receive `rx_index` (any capacity;
+  // truncates), then kReadDone to the sender.
+  void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
+                 uint64_t cq_flags);
+  void OnReadDone(uint32_t read_index, bool ok);
+  Status PostRead(uint32_t read_index);
+  // Fills the common fields of a receive's entry for a message from `peer`.
+  CqEntry RecvEntry(const RxOp& r, uint32_t peer, const wire::Header& h) const;
+  // Multi-recv bookkeeping after `bytes` more were handed out; true when the
+  // buffer was released by it.
+  bool ConsumeMulti(uint32_t rx_index, size_t bytes);
   void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
                   size_t olen);
   Status RepostBounce(uint32_t index);
@@ -301,6 +341,8 @@ class Endpoint {
   std::vector<RxOp> rx_ops_;
   std::vector<uint32_t> rx_free_;
   std::vector<uint32_t> rx_of_handle_[2];  // [tagged] receive handle -> RxOp
+  std::vector<Read> reads_;
+  std::vector<uint32_t> reads_free_;
   std::vector<Unexpected> unexpected_;
   std::vector<uint32_t> unexpected_free_;
   TagMatcher matchers_[2];  // [0]: untagged (fi_msg), [1]: tagged.
