@@ -1,0 +1,205 @@
+// The simulator's single event queue, ordered by (time_ns, sequence): FIFO
+// lanes for monotone streams plus a binary min-heap for the rest. The sequence
+// counter belongs to the queue (one per fabric), so events scheduled for the
+// same instant run in the order they were scheduled, and two fabrics in one
+// process never influence each other.
+#ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_EVENT_QUEUE_H_
+#define SOFTFAB_BACKENDS_SIM_INTERNAL_EVENT_QUEUE_H_
+
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+namespace softfab::sim::internal {
+
+template <typename Payload>
+class EventQueue {
+  static_assert(std::is_trivially_copyable_v<Payload>,
+                "events must be plain data");
+
+ public:
+  struct Entry {
+    uint64_t time_ns;
+    uint64_t seq;
+    Payload payload;
+  };
+
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+  size_t size_max() const { return size_max_; }
+  // The sequence number the next Push will use (= number of pushes so far).
+  uint64_t next_seq() const { return next_seq_; }
+
+  // Schedules `payload` at `time_ns`; returns its sequence number. O(1) for the
+  // common case of a stream of non-decreasing times, O(log n) otherwise; no
+  // allocation once the storage has grown to the working-set size (payload
+  // slots and lanes are recycled).
+  uint64_t Push(uint64_t time_ns, const Payload& payload) {
+    const uint64_t seq = next_seq_++;
+    uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+      payloads_[slot] = payload;
+    } else {
+      slot = static_cast<uint32_t>(payloads_.size());
+      payloads_.push_back(payload);
+    }
+    const Key key{time_ns, seq, slot};
+    // Best fit: the non-empty lane with the latest tail not after `key` (its
+    // seq is larger than every queued seq, so comparing times suffices); else
+    // an empty lane; else (no fit, or the fit is full) the heap.
+    int best = -1;
+    int empty_lane = -1;
+    for (int i = 0; i < kLanes; ++i) {
+      const Lane& l = lanes_[i];
+      if (l.count == 0) {
+        if (empty_lane < 0) empty_lane = i;
+      } else if (!l.full() && l.back().time_ns <= time_ns &&
+                 (best < 0 || lanes_[best].back().time_ns < l.back().time_ns)) {
+        best = i;
+      }
+    }
+    if (best < 0) best = empty_lane;
+    if (best >= 0) {
+      lanes_[best].Push(key);
+    } else {
+      heap_.push_back(key);
+      SiftUp(heap_.size() - 1);
+    }
+    if (++size_ > size_max_) size_max_ = size_;
+    return seq;
+  }
+
+  // The time of the earliest entry; the queue must not be empty.
+  uint64_t TopTime() const {
+    assert(size_ > 0);
+    const int src = MinSource();
+    return src < 0 ? heap_.front().time_ns : lanes_[src].front().time_ns;
+  }
+
+  // Removes and returns the earliest entry; the queue must not be empty.
+  Entry Pop() {
+    assert(size_ > 0);
+    const int src = MinSource();
+    Key top;
+    if (src < 0) {
+      top = heap_.front();
+      heap_.front() = heap_.back();
+      heap_.pop_back();
+      if (!heap_.empty()) SiftDown(0);
+    } else {
+      top = lanes_[src].Pop();
+    }
+    --size_;
+    free_.push_back(top.slot);
+    return Entry{top.time_ns, top.seq, payloads_[top.slot]};
+  }
+
+ private:
+  // Keys are small; payloads stay put in recycled slots. Monotone streams of
+  // keys (one per link latency, one for timers) go into FIFO lanes; the rest
+  // into a binary heap. The earliest key is the least of the lane heads and the
+  // heap top, so the order is exactly (time, seq) whatever the split.
+  struct Key {
+    uint64_t time_ns;
+    uint64_t seq;
+    uint32_t slot;
+  };
+  // A FIFO ring. Its capacity (a power of two) starts at kLaneInitial (all
+  // lanes are allocated with the queue, ~200 KB per fabric) and doubles only
+  // when full, up to kLaneMax (then keys go to the heap), so storage is bounded
+  // by the most keys a lane ever held at once and a steady run does not grow
+  // it.
+  static constexpr size_t kLaneInitial = 1024;
+  static constexpr size_t kLaneMax = size_t{1} << 16;
+  struct Lane {
+    std::vector<Key> ring = std::vector<Key>(kLaneInitial);
+    size_t head = 0;
+    size_t count = 0;
+
+    bool full() const { return count == kLaneMax; }
+    const Key& front() const { return ring[head]; }
+    const Key& back() const {
+      return ring[(head + count - 1) & (ring.size() - 1)];
+    }
+    void Push(const Key& k) {
+      if (count == ring.size()) {
+        std::vector<Key> bigger(2 * ring.size());
+        for (size_t i = 0; i < count; ++i) {
+          bigger[i] = ring[(head + i) & (ring.size() - 1)];
+        }
+        ring.swap(bigger);
+        head = 0;
+      }
+      ring[(head + count) & (ring.size() - 1)] = k;
+      ++count;
+    }
+    Key Pop() {
+      const Key k = ring[head];
+      head = (head + 1) & (ring.size() - 1);
+      --count;
+      return k;
+    }
+  };
+  static constexpr int kLanes = 8;
+
+  static bool Less(const Key& a, const Key& b) {
+    return a.time_ns < b.time_ns || (a.time_ns == b.time_ns && a.seq < b.seq);
+  }
+
+  // -1: the heap top; else the lane index.
+  int MinSource() const {
+    int src = -1;
+    const Key* best = heap_.empty() ? nullptr : &heap_.front();
+    for (int i = 0; i < kLanes; ++i) {
+      const Lane& l = lanes_[i];
+      if (l.count == 0) continue;
+      const Key& k = l.front();
+      if (best == nullptr || Less(k, *best)) {
+        best = &k;
+        src = i;
+      }
+    }
+    return src;
+  }
+
+  void SiftUp(size_t i) {
+    const Key moving = heap_[i];
+    while (i > 0) {
+      const size_t parent = (i - 1) / 2;
+      if (!Less(moving, heap_[parent])) break;
+      heap_[i] = heap_[parent];
+      i = parent;
+    }
+    heap_[i] = moving;
+  }
+
+  void SiftDown(size_t i) {
+    const size_t n = heap_.size();
+    const Key moving = heap_[i];
+    for (;;) {
+      size_t child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && Less(heap_[child + 1], heap_[child])) ++child;
+      if (!Less(heap_[child], moving)) break;
+      heap_[i] = heap_[child];
+      i = child;
+    }
+    heap_[i] = moving;
+  }
+
+  Lane lanes_[kLanes];
+  std::vector<Key> heap_;
+  std::vector<Payload> payloads_;
+  std::vector<uint32_t> free_;
+  size_t size_ = 0;
+  uint64_t next_seq_ = 0;
+  size_t size_max_ = 0;
+};
+
+}  // namespace softfab::sim::internal
+
+#endif  // SOFTFAB_BACKENDS_SIM_INTERNAL_EVENT_QUEUE_H_

@@ -1,0 +1,173 @@
+// The deterministic simulated fabric: nodes with one HCA/port each, links, a
+// fault plan, a virtual clock and one event queue. Hands out transport::Device
+// objects.
+//
+// Same config (including master_seed) and the same sequence of calls -> the
+// same events in the same order and the same digest(), in any build mode, on
+// any machine. Fabrics share nothing: several may live in one process. A fabric
+// and its devices are single-threaded.
+#ifndef SOFTFAB_BACKENDS_SIM_SIM_FABRIC_H_
+#define SOFTFAB_BACKENDS_SIM_SIM_FABRIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "core/status.h"
+#include "core/transport.h"
+
+namespace softfab::sim {
+
+// A point-to-point path between two nodes (both directions). Pairs without an
+// entry use SimConfig::default_link; a node talking to itself uses it too.
+struct SimLinkConfig {
+  int32_t node_a = 0;
+  int32_t node_b = 0;
+  uint64_t latency_ns = 1000;
+  uint64_t bandwidth_bps =
+      100'000'000'000ull;  // bits per second; 0 = unlimited.
+  transport::Mtu mtu = transport::Mtu::k4096;
+};
+
+enum class PacketFaultKind : uint8_t {
+  kDrop,              // the packet vanishes.
+  kDuplicate,         // a second copy arrives `delay_ns` later.
+  kReorder,           // held back by `delay_ns` so later packets overtake it.
+  kDelayFixed,        // arrives `delay_ns` late.
+  kDelayExponential,  // arrives late by an exponential variate with mean
+                      // `delay_ns`.
+  kCorrupt,  // bits flipped on the wire: the receiver drops it (ICRC failure).
+};
+
+// Opcode scope bits for PacketFault::opcode_mask.
+inline constexpr uint32_t kFaultOpSend = 1u
+                                         << 0;  // SEND / SEND_WITH_IMM packets
+inline constexpr uint32_t kFaultOpWrite = 1u << 1;  // RDMA WRITE (+IMM) packets
+inline constexpr uint32_t kFaultOpReadReq = 1u << 2;   // RDMA READ requests
+inline constexpr uint32_t kFaultOpReadResp = 1u << 3;  // RDMA READ responses
+inline constexpr uint32_t kFaultOpAck = 1u << 4;       // ACK / NAK packets
+inline constexpr uint32_t kFaultOpUd = 1u << 5;        // UD sends
+inline constexpr uint32_t kFaultOpAll = (1u << 6) - 1;
+
+// A per-packet fault, applied to each packet put on the wire that matches every
+// scope.
+struct PacketFault {
+  PacketFaultKind kind = PacketFaultKind::kDrop;
+  double probability =
+      1.0;  // per matching packet, drawn from the fabric's fault stream.
+  int32_t src_node = -1;  // -1: any
+  int32_t dst_node = -1;  // -1: any
+  uint32_t qp_num = 0;    // 0: any; else the sending or receiving QP number.
+  uint32_t opcode_mask = kFaultOpAll;
+  uint64_t start_ns = 0;  // active in [start_ns, end_ns) of virtual time.
+  uint64_t end_ns = UINT64_MAX;
+  uint64_t delay_ns = 0;            // for kDuplicate, kReorder, kDelay*.
+  uint32_t count_max = UINT32_MAX;  // applies at most this many times.
+};
+
+enum class TimedFaultKind : uint8_t {
+  kLinkDown,  // node's port (or only the path to peer_node if >= 0) goes down.
+  kLinkUp,    // and comes back.
+  kQpError,   // QP `qp_num` on `node` is forced to ERROR (QP_FATAL event).
+  kReceiverStall,  // node fetches no receive requests for duration_ns: RNR
+                   // storm.
+};
+
+struct TimedFault {
+  TimedFaultKind kind = TimedFaultKind::kLinkDown;
+  uint64_t time_ns = 0;
+  int32_t node = 0;
+  int32_t peer_node = -1;
+  uint32_t qp_num = 0;
+  uint64_t duration_ns = 0;
+};
+
+struct FaultPlan {
+  std::vector<PacketFault> packet_faults;
+  std::vector<TimedFault> timed_faults;
+};
+
+struct SimConfig {
+  int32_t nodes = 2;
+  std::vector<SimLinkConfig> links;  // explicit pairs; others use default_link.
+  SimLinkConfig default_link{};
+  uint64_t master_seed = 1;
+  FaultPlan faults;
+  // Device limits reported by QueryDevice and enforced.
+  int32_t max_qp_wr = 16384;
+  int32_t max_sge = 32;
+  int32_t max_cqe = 1 << 22;
+  int32_t max_srq_wr = 16384;
+  uint32_t max_inline_data = 256;
+  transport::Mtu active_mtu = transport::Mtu::k4096;
+  // Trace: the last trace_capacity events are kept (0 = no trace; the digest is
+  // always on).
+  uint32_t trace_capacity = 0;
+  // Most events a Poll() on an empty CQ runs before returning 0.
+  uint32_t poll_events_max = 1u << 16;
+};
+
+// Validates a config: EINVAL for no nodes, links naming unknown nodes,
+// probabilities outside [0, 1], faults naming unknown nodes.
+Status ValidateSimConfig(const SimConfig& config);
+
+enum class TraceKind : uint8_t {
+  kPacketArrive,
+  kPacketDropped,
+  kAckTimeout,
+  kRnrTimer,
+  kTimedFault,
+  kWakeSend,
+};
+
+struct TraceRecord {
+  uint64_t time_ns;
+  uint64_t seq;
+  TraceKind kind;
+  uint8_t opcode;
+  int32_t node;
+  uint32_t qp_num;
+  uint32_t psn;
+};
+
+struct SimStats {
+  uint64_t events = 0;
+  uint64_t packets_sent = 0;
+  uint64_t packets_dropped = 0;
+  uint64_t retransmits = 0;
+  uint64_t rnr_naks = 0;
+  uint64_t completions = 0;
+  uint64_t event_queue_max = 0;  // high-water mark of pending events.
+  uint64_t cq_overruns = 0;
+};
+
+class SimFabric {
+ public:
+  virtual ~SimFabric() = default;
+  virtual int32_t num_devices() const = 0;
+  // The HCA of `node` (0-based), owned by the fabric; nullptr if out of range.
+  virtual transport::Device* device(int32_t node) = 0;
+  virtual const transport::Clock& clock() const = 0;
+  // Runs the single earliest pending event; false if none is pending.
+  virtual bool Step() = 0;
+  // Runs every event with time <= t_ns, then sets the clock to t_ns (if later).
+  // Returns the number of events run.
+  virtual uint64_t RunUntil(uint64_t t_ns) = 0;
+  // Runs events until none is pending or events_max have run; returns how many
+  // ran.
+  virtual uint64_t RunUntilIdle(uint64_t events_max = 1ull << 32) = 0;
+  virtual uint64_t pending_events() const = 0;
+  // A 64-bit fold of every event run so far (time, sequence, kind, node, QP,
+  // PSN, opcode).
+  virtual uint64_t digest() const = 0;
+  virtual SimStats stats() const = 0;
+  // The recorded events, oldest first (at most SimConfig::trace_capacity).
+  virtual std::vector<TraceRecord> Trace() const = 0;
+};
+
+// Builds a fabric; nullptr if ValidateSimConfig(config) fails.
+std::unique_ptr<SimFabric> CreateSimFabric(const SimConfig& config);
+
+}  // namespace softfab::sim
+
+#endif  // SOFTFAB_BACKENDS_SIM_SIM_FABRIC_H_

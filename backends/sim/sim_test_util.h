@@ -1,0 +1,203 @@
+// Test helpers for the simulated fabric: a two-node (or N-node) setup with
+// connected QPs. Every helper asserts on failure so tests stay short; they
+// never hide a failure.
+#ifndef SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
+#define SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "backends/sim/sim_fabric.h"
+#include "core/transport.h"
+
+namespace softfab::sim::testing {
+
+namespace tp = ::softfab::transport;
+
+template <typename T>
+T Must(StatusOr<T> v) {
+  EXPECT_TRUE(v.ok()) << v.status().message();
+  return v.ok() ? *v : T{};
+}
+
+// One node's verbs objects.
+struct Endpoint {
+  tp::Device* dev = nullptr;
+  tp::ProtectionDomain* pd = nullptr;
+  tp::CompletionQueue* scq = nullptr;
+  tp::CompletionQueue* rcq = nullptr;
+  std::vector<uint8_t> buf;
+  tp::MemoryRegion* mr = nullptr;
+
+  tp::Sge Sge(uint64_t offset, uint32_t length) const {
+    return tp::Sge{reinterpret_cast<uint64_t>(buf.data()) + offset, length,
+                   mr->lkey()};
+  }
+};
+
+inline Endpoint MakeEndpoint(SimFabric* f, int node, size_t buf_bytes = 1 << 16,
+                             int cqe = 1024, uint32_t access = tp::kAccessAll) {
+  Endpoint e;
+  e.dev = f->device(node);
+  e.pd = Must(e.dev->AllocPd());
+  e.scq = Must(e.dev->CreateCq(cqe));
+  e.rcq = Must(e.dev->CreateCq(cqe));
+  e.buf.assign(buf_bytes, 0);
+  e.mr = Must(e.pd->RegMr(e.buf.data(), e.buf.size(), access));
+  return e;
+}
+
+inline tp::QpInitAttr RcInit(const Endpoint& e, uint32_t depth = 64,
+                             tp::SharedReceiveQueue* srq = nullptr) {
+  tp::QpInitAttr a;
+  a.send_cq = e.scq;
+  a.recv_cq = e.rcq;
+  a.srq = srq;
+  a.cap.max_send_wr = depth;
+  a.cap.max_recv_wr = srq ? 0 : depth;
+  a.cap.max_send_sge = 4;
+  a.cap.max_recv_sge = srq ? 0 : 4;
+  a.cap.max_inline_data = 64;
+  a.qp_type = tp::QpType::kRc;
+  a.sq_sig_all = 1;
+  return a;
+}
+
+struct RcParams {
+  uint8_t timeout = 14;
+  uint8_t retry_cnt = 7;
+  uint8_t rnr_retry = 7;
+  uint8_t min_rnr_timer = 1;
+  tp::Mtu mtu = tp::Mtu::k1024;
+  uint32_t psn = 100;  // both directions start here
+  uint8_t max_rd_atomic = 4;
+};
+
+inline Status ToInit(tp::QueuePair* qp, uint32_t access = tp::kAccessAll) {
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kInit;
+  a.port_num = 1;
+  a.qp_access_flags = access;
+  a.qkey = 0x11111111;
+  const uint32_t mask =
+      tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort |
+      (qp->qp_type() == tp::QpType::kRc ? tp::kQpAccessFlags : tp::kQpQkey);
+  return qp->Modify(a, mask);
+}
+
+inline Status ToRtr(tp::QueuePair* qp, int remote_node, uint32_t remote_qpn,
+                    const RcParams& p = {}) {
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kRtr;
+  a.path_mtu = p.mtu;
+  a.dest_qp_num = remote_qpn;
+  a.rq_psn = p.psn;
+  a.max_dest_rd_atomic = 4;
+  a.min_rnr_timer = p.min_rnr_timer;
+  a.ah_attr.dlid = static_cast<uint16_t>(remote_node + 1);
+  a.ah_attr.port_num = 1;
+  return qp->Modify(a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu |
+                           tp::kQpDestQpn | tp::kQpRqPsn |
+                           tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
+}
+
+inline Status ToRts(tp::QueuePair* qp, const RcParams& p = {}) {
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = p.psn;
+  a.timeout = p.timeout;
+  a.retry_cnt = p.retry_cnt;
+  a.rnr_retry = p.rnr_retry;
+  a.max_rd_atomic = p.max_rd_atomic;
+  return qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
+                           tp::kQpRetryCnt | tp::kQpRnrRetry |
+                           tp::kQpMaxQpRdAtomic);
+}
+
+// Brings two RC QPs (on nodes na, nb) to RTS, connected to each other.
+inline void Connect(tp::QueuePair* a, int na, tp::QueuePair* b, int nb,
+                    const RcParams& p = {}) {
+  ASSERT_TRUE(ToInit(a).ok());
+  ASSERT_TRUE(ToInit(b).ok());
+  ASSERT_TRUE(ToRtr(a, nb, b->qp_num(), p).ok());
+  ASSERT_TRUE(ToRtr(b, na, a->qp_num(), p).ok());
+  ASSERT_TRUE(ToRts(a, p).ok());
+  ASSERT_TRUE(ToRts(b, p).ok());
+}
+
+inline Status PostSend(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge* sges,
+                       int n, tp::WrOpcode op = tp::WrOpcode::kSend,
+                       uint32_t flags = 0, uint64_t remote_addr = 0,
+                       uint32_t rkey = 0, uint32_t imm = 0) {
+  tp::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = sges;
+  wr.num_sge = n;
+  wr.opcode = op;
+  wr.send_flags = flags;
+  wr.imm_data = imm;
+  wr.rdma.remote_addr = remote_addr;
+  wr.rdma.rkey = rkey;
+  const tp::SendWr* bad = nullptr;
+  return qp->PostSend(&wr, &bad);
+}
+
+inline Status PostRecv(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge* sges,
+                       int n) {
+  tp::RecvWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = sges;
+  wr.num_sge = n;
+  const tp::RecvWr* bad = nullptr;
+  return qp->PostRecv(&wr, &bad);
+}
+
+// Every completion currently available (without running the fabric further).
+inline std::vector<tp::WorkCompletion> Drain(SimFabric* f,
+                                             tp::CompletionQueue* cq) {
+  f->RunUntilIdle(1u << 24);
+  std::vector<tp::WorkCompletion> out;
+  tp::WorkCompletion wc[16];
+  for (;;) {
+    const int n = cq->Poll(16, wc);
+    EXPECT_GE(n, 0);
+    if (n <= 0) break;
+    out.insert(out.end(), wc, wc + n);
+  }
+  return out;
+}
+
+// Busy-polls `cq` (which runs the fabric) until one completion arrives; the
+// clock then reads the completion's time.
+inline tp::WorkCompletion PollOne(tp::CompletionQueue* cq) {
+  tp::WorkCompletion wc{};
+  for (int i = 0; i < 1000; ++i) {
+    const int n = cq->Poll(1, &wc);
+    if (n == 1) return wc;
+    EXPECT_EQ(n, 0);
+  }
+  ADD_FAILURE() << "no completion";
+  return wc;
+}
+
+inline std::vector<tp::AsyncEvent> Events(tp::Device* dev) {
+  std::vector<tp::AsyncEvent> out;
+  tp::AsyncEvent e;
+  while (dev->GetAsyncEvent(&e).ok()) out.push_back(e);
+  return out;
+}
+
+inline bool HasEvent(const std::vector<tp::AsyncEvent>& ev,
+                     tp::AsyncEventType t) {
+  for (const auto& e : ev) {
+    if (e.event_type == t) return true;
+  }
+  return false;
+}
+
+}  // namespace softfab::sim::testing
+
+#endif  // SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
