@@ -225,6 +225,15 @@ Endpoint::~Endpoint() {
   }
   if (cm_qp_) (void)cm_qp_->Destroy();
   if (srq_) (void)srq_->Destroy();
+  // Registrations of rendezvous operations still in flight.
+  for (TxOp& op : tx_ops_) {
+    if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+  }
+  for (Read& rd : reads_) {
+    for (tp::MemoryRegion* mr : rd.mrs) {
+      if (mr) (void)mr->Destroy();
+    }
+  }
   for (tp::MemoryRegion* mr :
        {tx_mr_, rx_mr_, cm_mr_, credit_mr_, source_mr_}) {
     if (mr) (void)mr->Destroy();
@@ -388,6 +397,7 @@ Status Endpoint::Send(const SendArgs& a) {
   op.len = len;
   op.wants_entry = wants_entry;
   op.reserved = true;
+  op.fenced = (a.flags & kFence) != 0;
   op.flags = kSend | (a.tagged ? kTagged : kMsg);
   op.level = a.flags & kCompletionLevels;
   if (op.level == 0) op.level = attr_.op_flags & kCompletionLevels;
@@ -455,7 +465,7 @@ Status Endpoint::Send(const SendArgs& a) {
     if (op.level == kInjectComplete) CompleteTx(index, 0);
   }
 
-  if (connected) {
+  if (connected && !(op.fenced && p.in_flight > 0)) {
     if (Status s = PostTx(index); !s.ok()) {
       // Roll back: nothing was posted.
       if (op.rdv_mr) (void)op.rdv_mr->Destroy();
@@ -491,6 +501,7 @@ Status Endpoint::PostTx(uint32_t index) {
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   ++p.sends;
   ++p.sq_outstanding;
+  ++p.in_flight;
   op.sent = true;
   return Status::Ok();
 }
@@ -521,6 +532,7 @@ void Endpoint::MaybeFinishTx(uint32_t index) {
                          op.level == kMatchComplete;
   if (!op.send_done || (needs_ack && !op.acked)) return;
   CompleteTx(index, 0);
+  --peers_[op.peer].in_flight;
   if (op.rdv_mr) (void)op.rdv_mr->Destroy();
   op = TxOp{};
   tx_free_.push_back(index);
@@ -579,12 +591,13 @@ Status Endpoint::CheckRecv(const RecvArgs& a) const {
       (a.iov_count != 1 || (a.flags & (kPeek | kClaim | kDiscard)))) {
     return InvalidArgument("FI_MULTI_RECV takes exactly one buffer");
   }
-  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged) {
-    return NotSupported(
-        "FI_PEEK/FI_CLAIM/FI_DISCARD apply to tagged receives here");
-  }
   if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim))) {
     return InvalidArgument("FI_DISCARD goes with FI_PEEK or FI_CLAIM");
+  }
+  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged) {
+    return NotSupported(
+        "FI_PEEK/FI_CLAIM/FI_DISCARD on untagged receives need buffered "
+        "receives (not implemented yet)");
   }
   if (a.src != kAnySource && (attr_.caps & kDirectedRecv) &&
       (av_ == nullptr || !av_->Lookup(a.src))) {
@@ -1385,6 +1398,7 @@ void Endpoint::Progress() {
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
           CompleteTx(static_cast<uint32_t>(index), EIO);
+          --peers_[op.peer].in_flight;
           if (op.rdv_mr) (void)op.rdv_mr->Destroy();
           op = TxOp{};
           tx_free_.push_back(static_cast<uint32_t>(index));
@@ -1422,6 +1436,8 @@ void Endpoint::Progress() {
     while (p.state == PeerState::kConnected && !p.waiting.empty() &&
            AvailableCredits(p) > 0 && p.sq_outstanding < attr_.tx_size) {
       const uint32_t index = p.waiting.front();
+      // A fenced send goes once everything before it to this peer is done.
+      if (tx_ops_[index].fenced && p.in_flight > 0) break;
       if (!PostTx(index).ok()) break;
       p.waiting.pop_front();
     }

@@ -169,7 +169,8 @@ class Endpoint {
     uint64_t remote_credit_addr = 0;
     uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
-    std::deque<uint32_t> waiting;  // Tx ops queued until the peer connects.
+    std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
+    uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
     // Acks and read-dones waiting for a credit: (op, msg id).
     std::deque<std::pair<wire::Op, uint64_t>> acks;
     std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.
@@ -192,6 +193,7 @@ class Endpoint {
     bool acked = false;        // Target ack (delivery/match) seen.
     bool send_done = false;    // SEND completed at the transport.
     bool rendezvous = false;   // Waits for the target's kReadDone.
+    bool fenced = false;       // FI_FENCE: posted once in_flight is 0.
     transport::MemoryRegion* rdv_mr = nullptr;  // Registered here: released.
     std::vector<uint8_t> rdv_copy;  // A vectored large message, gathered.
     wire::Header header;

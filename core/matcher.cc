@@ -17,7 +17,7 @@ constexpr uint64_t kClassIdleLookups = 1024;
 }  // namespace
 
 TagMatcher::TagMatcher()
-    : posted_lists_(&posted_), unexpected_lists_(&unexpected_) {
+    : posted_lists_(&posted_links_), unexpected_lists_(&unexpected_links_) {
   // Every variant is built on first use.
   unexpected_classes_[kExactClass].ignore = 0;
   unexpected_classes_[kExactClass].in_use = true;
@@ -178,7 +178,10 @@ MessageHandle TagMatcher::AddUnexpected(const UnexpectedMessage& message) {
   e.seq = next_arrival_++;
   e.claimed = false;
   e.live = true;
-  for (int i = 0; i < built_count_; ++i) LinkUnexpected(index, built_slots_[i]);
+  for (int i = 0; i < built_count_; ++i) {
+    unexpected_links_.Grow(built_slots_[i], index + 1);
+    LinkUnexpected(index, built_slots_[i]);
+  }
   ++unexpected_live_;
   return MessageHandle{index};
 }
@@ -186,6 +189,7 @@ MessageHandle TagMatcher::AddUnexpected(const UnexpectedMessage& message) {
 void TagMatcher::BuildVariant(int mask_class, int variant) {
   // One pass in arrival order, so every list it makes is in arrival order too.
   const int slot = 2 * mask_class + variant;
+  unexpected_links_.Grow(slot, unexpected_.size());
   for (uint32_t e : UnclaimedInArrivalOrder()) LinkUnexpected(e, slot);
   unexpected_classes_[mask_class].built[variant] = true;
   built_slots_[built_count_++] = static_cast<uint8_t>(slot);
@@ -223,7 +227,9 @@ int TagMatcher::UnexpectedClassFor(uint64_t ignore) {
       continue;
     }
     for (uint32_t e = 0; e < unexpected_.size(); ++e) {
-      unexpected_lists_.Unlink(e, slot);  // A no-op where not linked.
+      if (unexpected_[e].live && !unexpected_[e].claimed) {
+        unexpected_lists_.Unlink(e, slot);
+      }
     }
     built_slots_[i] = built_slots_[--built_count_];
   }
@@ -273,6 +279,7 @@ void TagMatcher::Claim(MessageHandle h, uint64_t context) {
   UnlinkFromMatching(h.index);
   e.claimed = true;
   ++claimed_live_;
+  unexpected_links_.Grow(kClaimSlot, unexpected_.size());
   unexpected_lists_.PushBack(h.index, kClaimSlot, {kClaimKind, context, 0});
 }
 

@@ -42,6 +42,7 @@
 #ifndef SOFTFAB_CORE_MATCHER_H_
 #define SOFTFAB_CORE_MATCHER_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -193,8 +194,6 @@ class TagMatcher {
     uint64_t seq = 0;  // Arrival order.
     bool claimed = false;
     bool live = false;
-    // The exact class's links come first, in the message's cache line.
-    internal::ListLink links[2 * kMaskClasses];
   };
   struct UnexpectedMaskClass {
     uint64_t ignore = 0;
@@ -219,7 +218,16 @@ class TagMatcher {
   std::vector<uint32_t> posted_free_;
   std::vector<PostedMaskClass> posted_classes_;  // Kind - kFirstClassKind.
   std::vector<uint32_t> live_posted_classes_;    // Classes with receives.
-  internal::KeyedLists<PostedEntry> posted_lists_;
+  // Posted links live inside the entries (one cache line per match).
+  struct PostedLinkStore {
+    std::vector<PostedEntry>* entries;
+    internal::ListLink& link(uint32_t e, int) { return (*entries)[e].links[0]; }
+    const internal::ListLink& link(uint32_t e, int) const {
+      return (*entries)[e].links[0];
+    }
+  };
+  PostedLinkStore posted_links_{&posted_};
+  internal::KeyedLists<PostedLinkStore> posted_lists_;
   uint64_t next_seq_ = 0;
   uint32_t posted_live_ = 0;
 
@@ -231,7 +239,23 @@ class TagMatcher {
   std::array<uint8_t, 2 * kMaskClasses> built_slots_{};
   int built_count_ = 0;
   uint64_t next_arrival_ = 0;
-  internal::KeyedLists<UnexpectedEntry> unexpected_lists_;
+  // Unexpected links live in one array per slot, so a message pays only for
+  // the indexes that are built (and the claim slot once claimed).
+  struct SlotLinkStore {
+    std::array<std::vector<internal::ListLink>, 2 * kMaskClasses> slots;
+    internal::ListLink& link(uint32_t e, int slot) { return slots[slot][e]; }
+    const internal::ListLink& link(uint32_t e, int slot) const {
+      return slots[slot][e];
+    }
+    // Makes room for entries below `count` in `slot`.
+    void Grow(int slot, size_t count) {
+      if (slots[slot].size() < count) {
+        slots[slot].resize(std::max(count, 2 * slots[slot].size()));
+      }
+    }
+  };
+  SlotLinkStore unexpected_links_;
+  internal::KeyedLists<SlotLinkStore> unexpected_lists_;
   uint64_t lookups_ = 0;
   uint32_t unexpected_live_ = 0;
   uint32_t claimed_live_ = 0;

@@ -12,7 +12,9 @@
 // and its mix. Targets are drawn uniformly over the queue from a fixed
 // sequence, the same for both implementations.
 //
-// Cases: Exact (every receive has an exact tag) and Mixed (each receive, as it
+// Cases: Exact (every receive has an exact tag; on the unexpected side each
+// slot's message keeps its tag, as each posted receive does, and ExactChurn
+// gives every message fresh low tag bits) and Mixed (each receive, as it
 // is posted, is a wildcard with probability 10%, using one of four ignore
 // masks), on the posted side (messages arriving) and the unexpected side
 // (receives posted against a backlog). Every queue slot owns a tag range (bits
@@ -86,8 +88,10 @@ void PostedSide(benchmark::State& state, bool mixed) {
   state.SetItemsProcessed(state.iterations());
 }
 
+// `churn`: every message gets fresh low tag bits (a new exact key each time);
+// otherwise a slot's message keeps its tag, like the posted side's receives.
 template <typename Matcher>
-void UnexpectedSide(benchmark::State& state, bool mixed) {
+void UnexpectedSide(benchmark::State& state, bool mixed, bool churn = true) {
   const int64_t depth = state.range(0);
   Matcher m;
   // The backlog: slot i holds one message, tag SlotBase(i) | low bits.
@@ -107,7 +111,7 @@ void UnexpectedSide(benchmark::State& state, bool mixed) {
     const uint64_t recv_tag = d.ignore ? SlotBase(i) : tags[i];
     auto result = m.PostOrMatch({recv_tag, d.ignore, kAnySource, i, false});
     benchmark::DoNotOptimize(result);
-    tags[i] = SlotBase(i) | (Mix(draws) & 0xF);
+    if (churn) tags[i] = SlotBase(i) | (Mix(draws) & 0xF);
     m.AddUnexpected({tags[i], 1, i});
   }
   if (m.posted_count() != 0)
@@ -118,7 +122,10 @@ void UnexpectedSide(benchmark::State& state, bool mixed) {
 void BM_PostedExact(benchmark::State& s) { PostedSide<TagMatcher>(s, false); }
 void BM_PostedMixed(benchmark::State& s) { PostedSide<TagMatcher>(s, true); }
 void BM_UnexpectedExact(benchmark::State& s) {
-  UnexpectedSide<TagMatcher>(s, false);
+  UnexpectedSide<TagMatcher>(s, false, /*churn=*/false);
+}
+void BM_UnexpectedExactChurn(benchmark::State& s) {
+  UnexpectedSide<TagMatcher>(s, false, /*churn=*/true);
 }
 void BM_UnexpectedMixed(benchmark::State& s) {
   UnexpectedSide<TagMatcher>(s, true);
@@ -130,7 +137,7 @@ void BM_NaivePostedMixed(benchmark::State& s) {
   PostedSide<NaiveMatcher>(s, true);
 }
 void BM_NaiveUnexpectedExact(benchmark::State& s) {
-  UnexpectedSide<NaiveMatcher>(s, false);
+  UnexpectedSide<NaiveMatcher>(s, false, /*churn=*/false);
 }
 void BM_NaiveUnexpectedMixed(benchmark::State& s) {
   UnexpectedSide<NaiveMatcher>(s, true);
@@ -139,6 +146,7 @@ void BM_NaiveUnexpectedMixed(benchmark::State& s) {
 BENCHMARK(BM_PostedExact)->RangeMultiplier(2)->Range(1, 16384);
 BENCHMARK(BM_PostedMixed)->RangeMultiplier(2)->Range(1, 16384);
 BENCHMARK(BM_UnexpectedExact)->RangeMultiplier(2)->Range(1, 16384);
+BENCHMARK(BM_UnexpectedExactChurn)->RangeMultiplier(2)->Range(1, 16384);
 BENCHMARK(BM_UnexpectedMixed)->RangeMultiplier(2)->Range(1, 16384);
 BENCHMARK(BM_NaivePostedExact)->RangeMultiplier(4)->Range(1, 16384);
 BENCHMARK(BM_NaivePostedMixed)->RangeMultiplier(4)->Range(1, 16384);

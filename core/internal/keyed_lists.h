@@ -1,20 +1,23 @@
 // KeyedLists: many FIFO lists of entries, each list found by a 3-part key in
 // O(1).
 //
-// The building block of the tag matcher. Entries live in the caller's pool (a
-// std::vector<Node>, indexed by entry number); each Node carries `ListLink
-// links[N]`, one link per slot, and can sit in one list per slot. Lists are
-// intrusive, so appending and unlinking never allocate once the pools have
-// grown to their high-water mark.
+// The building block of the tag matcher. Entries are numbered by the caller;
+// their links (one per slot, each entry in at most one list per slot) live
+// wherever the caller's LinkStore keeps them: inside its entries, where one
+// cache line then holds both, or in per-slot arrays, where an entry pays only
+// for the slots in use. Lists are intrusive, so appending and unlinking never
+// allocate once the stores have grown to their high-water mark.
 //
 // The key index is an open-addressing hash table with linear probing whose
 // positions hold the list headers themselves, so finding a list's head is one
-// probe. A list that empties keeps its place, because the same key usually
-// comes back at once (a tag is reposted); emptied lists are swept out when the
-// table would otherwise have to grow, so the table never holds more than twice
-// the non-empty lists. Only the head and tail entry of a list record their
-// list's table position (the ends are the only places an unlink needs it), so
-// moving a header costs two link updates however long its list is.
+// probe. A list that empties keeps its place, because the same key often comes
+// back at once (a tag reposted); emptied lists are swept out when the table
+// would otherwise have to grow, so the table never holds more than twice the
+// non-empty lists. (Erasing at once was measured too: it costs wildcard keys,
+// which recur, more than it saves on fresh exact tags.) Only
+// the head and tail entry of a list record their list's table position (the
+// ends are the only places an unlink needs it), so moving a header costs two
+// link updates however long its list is.
 //
 // Nothing reads the table's order to decide anything, so no result can depend
 // on hash order. The hash is unsalted and fixed.
@@ -55,13 +58,14 @@ inline uint64_t MixBits(uint64_t x) {
   return x;
 }
 
-// Node: any type with a member `ListLink links[N]`; slots are 0..N-1.
-template <typename Node>
+// LinkStore: any type with `ListLink& link(uint32_t entry, int slot)` (and a
+// const overload), valid for every entry the caller passes in.
+template <typename LinkStore>
 class KeyedLists {
  public:
-  // `nodes` is the caller's pool; it may grow (reallocate) between calls.
-  explicit KeyedLists(std::vector<Node>* nodes)
-      : nodes_(nodes), table_(kInitialTableSize) {}
+  // `store` is the caller's; it may grow (reallocate) between calls.
+  explicit KeyedLists(LinkStore* store)
+      : store_(store), table_(kInitialTableSize) {}
 
   KeyedLists(const KeyedLists&) = delete;
   KeyedLists& operator=(const KeyedLists&) = delete;
@@ -116,11 +120,12 @@ class KeyedLists {
 
   // The entry after `entry` in its list in `slot`, or kNil.
   uint32_t Next(uint32_t entry, int slot) const {
-    return (*nodes_)[entry].links[slot].next;
+    return static_cast<const LinkStore*>(store_)->link(entry, slot).next;
   }
 
   bool Linked(uint32_t entry, int slot) const {
-    return (*nodes_)[entry].links[slot].list != kNil;
+    return static_cast<const LinkStore*>(store_)->link(entry, slot).list !=
+           kNil;
   }
 
   // Non-empty lists, and lists the table holds (for tests and accounting).
@@ -144,9 +149,7 @@ class KeyedLists {
     uint32_t tail = kNil;
   };
 
-  ListLink& Link(uint32_t entry, int slot) {
-    return (*nodes_)[entry].links[slot];
-  }
+  ListLink& Link(uint32_t entry, int slot) { return store_->link(entry, slot); }
   static size_t Hash(const ListKey& key) {
     return static_cast<size_t>(
         MixBits(key.a ^ MixBits(key.b ^ (uint64_t{key.kind} << 32))));
@@ -205,7 +208,7 @@ class KeyedLists {
     }
   }
 
-  std::vector<Node>* nodes_;
+  LinkStore* store_;
   std::vector<Header> table_;    // Size is a power of two.
   std::vector<Header> scratch_;  // The previous table, reused by Rebuild.
   uint32_t lists_ = 0;           // Lists in the table.

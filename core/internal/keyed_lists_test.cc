@@ -14,10 +14,17 @@ namespace {
 struct Node {
   ListLink links[2];
 };
+// Links kept inside the entries.
+struct Nodes {
+  explicit Nodes(size_t n) : v(n) {}
+  ListLink& link(uint32_t e, int slot) { return v[e].links[slot]; }
+  const ListLink& link(uint32_t e, int slot) const { return v[e].links[slot]; }
+  std::vector<Node> v;
+};
 
 TEST(KeyedListsTest, FifoPerKeyAndPerSlot) {
-  std::vector<Node> nodes(3);
-  KeyedLists<Node> lists(&nodes);
+  Nodes nodes(3);
+  KeyedLists<Nodes> lists(&nodes);
   lists.PushBack(0, 0, {1, 10, 0});
   lists.PushBack(1, 0, {1, 10, 0});
   lists.PushBack(2, 0, {1, 11, 0});
@@ -47,8 +54,8 @@ TEST(KeyedListsTest, FifoPerKeyAndPerSlot) {
 TEST(KeyedListsTest, AgreesWithAMapOfDeques) {
   using Key = std::tuple<uint32_t, uint64_t, uint64_t>;
   for (uint64_t seed : {1u, 2u, 3u}) {
-    std::vector<Node> nodes(4096);
-    KeyedLists<Node> lists(&nodes);
+    Nodes nodes(4096);
+    KeyedLists<Nodes> lists(&nodes);
     std::map<Key, std::deque<uint32_t>> model;
     std::vector<Key> where(4096);
     std::vector<bool> linked(4096, false);
@@ -100,8 +107,8 @@ TEST(KeyedListsTest, AgreesWithAMapOfDeques) {
 // Lists that empty stay indexed for reuse, but a stream of ever-new keys must
 // not grow the table: it is swept when it would otherwise grow.
 TEST(KeyedListsTest, ChurnOfNewKeysKeepsTheTableBounded) {
-  std::vector<Node> nodes(3);
-  KeyedLists<Node> lists(&nodes);
+  Nodes nodes(3);
+  KeyedLists<Nodes> lists(&nodes);
   for (uint64_t k = 0; k < 100000; ++k) {
     lists.PushBack(0, 0, {0, k, 0});
     lists.PushBack(1, 0, {0, k + 1000000, 0});

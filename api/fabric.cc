@@ -1,0 +1,869 @@
+// The sf_* messaging API (api/softfab/fabric.h) over the core.
+//
+// Each public object is a struct deriving from the sf_* one; calls check the
+// fid's magic and class before casting, validate the rest of their arguments,
+// and convert the core's Status into -SF_E* exactly once, here.
+#include "api/softfab/fabric.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "backends/sim/sim_fabric.h"
+#include "core/address_vector.h"
+#include "core/completion_queue.h"
+#include "core/endpoint.h"
+#include "core/flags.h"
+#include "core/status.h"
+#include "core/transport.h"
+#include "core/wire.h"
+
+namespace {
+
+namespace core = ::softfab::core;
+namespace tp = ::softfab::transport;
+using ::softfab::Status;
+
+static_assert(SF_MSG == core::kMsg && SF_TAGGED == core::kTagged &&
+                  SF_RECV == core::kRecv && SF_SEND == core::kSend &&
+                  SF_MULTI_RECV == core::kMultiRecv &&
+                  SF_REMOTE_CQ_DATA == core::kRemoteCqData &&
+                  SF_MORE == core::kMore && SF_PEEK == core::kPeek &&
+                  SF_FENCE == core::kFence &&
+                  SF_COMPLETION == core::kCompletion &&
+                  SF_INJECT == core::kInject &&
+                  SF_INJECT_COMPLETE == core::kInjectComplete &&
+                  SF_TRANSMIT_COMPLETE == core::kTransmitComplete &&
+                  SF_DELIVERY_COMPLETE == core::kDeliveryComplete &&
+                  SF_MATCH_COMPLETE == core::kMatchComplete &&
+                  SF_CLAIM == core::kClaim && SF_DISCARD == core::kDiscard &&
+                  SF_DIRECTED_RECV == core::kDirectedRecv &&
+                  SF_MULTICAST == core::kMulticast &&
+                  SF_SELECTIVE_COMPLETION ==
+                      core::Endpoint::kSelectiveCompletion &&
+                  SF_ETRUNC == ::softfab::kErrTruncated &&
+                  SF_EAVAIL == core::CompletionQueue::kErrAvail &&
+                  SF_NAME_BYTES == ::softfab::wire::kNameBytes,
+              "public and core constants must agree");
+
+constexpr uint32_t kMagic = 0x5F0FAB5F;
+
+thread_local const char* last_error = "";
+
+int Fail(int code, const char* why) {
+  last_error = why;
+  return -code;
+}
+int Fail(const Status& s) { return Fail(s.code(), s.message()); }
+
+struct Ep;
+
+struct Fabric : sf_fabric {
+  std::unique_ptr<softfab::sim::SimFabric> sim;
+  int children = 0;
+};
+
+struct Domain : sf_domain {
+  Fabric* fabric = nullptr;
+  tp::Device* device = nullptr;
+  tp::ProtectionDomain* pd = nullptr;
+  int children = 0;
+  // Live registrations, so a desc is checked without reading through it.
+  std::set<const void*> mrs;
+};
+
+struct Cq : sf_cq {
+  Domain* domain = nullptr;
+  std::unique_ptr<core::CompletionQueue> cq;
+  sf_cq_format format = SF_CQ_FORMAT_CONTEXT;
+  std::vector<Ep*> eps;  // Bound endpoints, in binding order.
+};
+
+struct Av : sf_av {
+  Domain* domain = nullptr;
+  std::unique_ptr<core::AddressVector> av;
+  int users = 0;
+};
+
+struct Mr : sf_mr {
+  Domain* domain = nullptr;
+  tp::MemoryRegion* mr = nullptr;
+};
+
+struct Ep : sf_ep {
+  Domain* domain = nullptr;
+  std::unique_ptr<core::Endpoint> ep;
+  Cq* tx_cq = nullptr;
+  Cq* rx_cq = nullptr;
+  Av* av = nullptr;
+};
+
+void InitFid(sf_fid* fid, sf_fclass fclass, void* context) {
+  fid->fclass = fclass;
+  fid->magic = kMagic;
+  fid->context = context;
+}
+
+// Per-type casts from the public struct pointer.
+Fabric* AsFabric(sf_fabric* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_FABRIC
+             ? static_cast<Fabric*>(p)
+             : nullptr;
+}
+Domain* AsDomain(sf_domain* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_DOMAIN
+             ? static_cast<Domain*>(p)
+             : nullptr;
+}
+Cq* AsCq(sf_cq* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_CQ
+             ? static_cast<Cq*>(p)
+             : nullptr;
+}
+Av* AsAv(sf_av* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_AV
+             ? static_cast<Av*>(p)
+             : nullptr;
+}
+Mr* AsMr(sf_mr* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_MR
+             ? static_cast<Mr*>(p)
+             : nullptr;
+}
+Ep* AsEp(sf_ep* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_EP
+             ? static_cast<Ep*>(p)
+             : nullptr;
+}
+bool IsClass(const sf_fid* fid, sf_fclass fclass) {
+  return fid != nullptr && fid->magic == kMagic && fid->fclass == fclass;
+}
+
+// Resolves user descriptors (sf_mr_desc values) into transport regions of
+// `domain`; false when one is not a live registration of that domain.
+bool ResolveDesc(Domain* domain, void** desc, size_t count,
+                 tp::MemoryRegion** out) {
+  for (size_t i = 0; i < count; ++i) {
+    out[i] = nullptr;
+    if (desc == nullptr || desc[i] == nullptr) continue;
+    if (domain->mrs.count(desc[i]) == 0) return false;
+    out[i] = static_cast<Mr*>(static_cast<sf_mr*>(desc[i]))->mr;
+  }
+  return true;
+}
+
+void ProgressCq(Cq* cq) {
+  for (Ep* ep : cq->eps) ep->ep->Progress();
+}
+
+ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
+               sf_addr_t dest, uint64_t tag, uint64_t data, void* context,
+               uint64_t flags, bool tagged) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
+  if (count > core::Endpoint::kIovMax) {
+    return Fail(EINVAL, "too many iov entries");
+  }
+  tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
+  if (!ResolveDesc(ep->domain, desc, count, mrs)) {
+    return Fail(EINVAL, "desc is not a registration of this domain");
+  }
+  core::SendArgs a;
+  a.iov = iov;
+  a.iov_count = count;
+  a.desc = desc ? mrs : nullptr;
+  a.dest = dest;
+  a.tag = tag;
+  a.data = data;
+  a.context = context;
+  a.flags = flags;
+  a.tagged = tagged;
+  const Status s = ep->ep->Send(a);
+  return s.ok() ? 0 : Fail(s);
+}
+
+ssize_t DoRecv(sf_ep* pub, const iovec* iov, void** desc, size_t count,
+               sf_addr_t src, uint64_t tag, uint64_t ignore, void* context,
+               uint64_t flags, bool tagged) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
+  if (count > core::Endpoint::kIovMax) {
+    return Fail(EINVAL, "too many iov entries");
+  }
+  tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
+  if (!ResolveDesc(ep->domain, desc, count, mrs)) {
+    return Fail(EINVAL, "desc is not a registration of this domain");
+  }
+  core::RecvArgs a;
+  a.iov = iov;
+  a.iov_count = count;
+  a.desc = desc ? mrs : nullptr;
+  a.src = src;
+  a.tag = tag;
+  a.ignore = ignore;
+  a.context = context;
+  a.flags = flags;
+  a.tagged = tagged;
+  const Status s = ep->ep->Recv(a);
+  return s.ok() ? 0 : Fail(s);
+}
+
+void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
+  switch (format) {
+    case SF_CQ_FORMAT_CONTEXT:
+      static_cast<sf_cq_entry*>(buf)[i] = {e.op_context};
+      break;
+    case SF_CQ_FORMAT_MSG:
+      static_cast<sf_cq_msg_entry*>(buf)[i] = {e.op_context, e.flags, e.len};
+      break;
+    case SF_CQ_FORMAT_DATA:
+      static_cast<sf_cq_data_entry*>(buf)[i] = {e.op_context, e.flags, e.len,
+                                                e.buf, e.data};
+      break;
+    case SF_CQ_FORMAT_TAGGED:
+      static_cast<sf_cq_tagged_entry*>(buf)[i] = {e.op_context, e.flags, e.len,
+                                                  e.buf,        e.data,  e.tag};
+      break;
+  }
+}
+
+ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
+  Cq* cq = AsCq(pub);
+  if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
+  if (count == 0) {
+    cq->cq->Progress();
+    return 0;
+  }
+  if (buf == nullptr) return Fail(EINVAL, "need a buffer for the entries");
+  constexpr size_t kBatch = 64;
+  core::CqEntry entries[kBatch];
+  uint64_t srcs[kBatch];
+  const int n = cq->cq->Read(entries, std::min(count, kBatch), srcs);
+  if (n < 0) {
+    last_error = n == -EAGAIN ? "no completion is ready"
+                              : "an error completion is next: sf_cq_readerr";
+    return n;
+  }
+  for (int i = 0; i < n; ++i) {
+    CopyOut(entries[i], cq->format, buf, i);
+    if (src) src[i] = srcs[i];
+  }
+  return n;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* sf_strerror(int errnum) {
+  if (errnum < 0) errnum = -errnum;
+  switch (errnum) {
+    case 0:
+      return "success";
+    case SF_EAGAIN:
+      return "resources temporarily unavailable: read CQs, retry";
+    case SF_EINVAL:
+      return "invalid argument";
+    case SF_ENOMEM:
+      return "out of memory or queue space";
+    case SF_ENOSYS:
+      return "not implemented";
+    case SF_ENOMSG:
+      return "no matching message";
+    case SF_ECANCELED:
+      return "operation cancelled";
+    case SF_ETRUNC:
+      return "message truncated";
+    case SF_EAVAIL:
+      return "error completion available";
+    case SF_ETOOSMALL:
+      return "buffer too small";
+    case SF_EOPBADSTATE:
+      return "object in the wrong state";
+    case SF_EBUSY:
+      return "object in use";
+    case SF_ENOENT:
+      return "not found";
+    case SF_EIO:
+      return "I/O error";
+    case SF_ETIMEDOUT:
+      return "timed out";
+    case SF_EHOSTUNREACH:
+      return "peer unreachable";
+    default:
+      return strerror(errnum);
+  }
+}
+
+const char* sf_last_error(void) { return last_error; }
+
+int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
+  if (attr == nullptr || out == nullptr) {
+    return Fail(EINVAL, "attr and fabric must not be NULL");
+  }
+  if (attr->backend == SF_BACKEND_VERBS) {
+    return Fail(ENOSYS, "the verbs backend is not built yet (later issue)");
+  }
+  if (attr->backend != SF_BACKEND_SIM) return Fail(EINVAL, "unknown backend");
+  if (attr->sim_nodes <= 0 || attr->sim_nodes > 4096) {
+    return Fail(EINVAL, "sim_nodes must be in [1, 4096]");
+  }
+  softfab::sim::SimConfig config;
+  config.nodes = attr->sim_nodes;
+  config.master_seed = attr->sim_seed;
+  config.default_link.latency_ns = attr->sim_latency_ns;
+  config.default_link.bandwidth_bps = attr->sim_bandwidth_bps;
+  auto sim = softfab::sim::CreateSimFabric(config);
+  if (!sim) return Fail(EINVAL, "simulator configuration refused");
+  auto* f = new Fabric;
+  InitFid(&f->fid, SF_CLASS_FABRIC, context);
+  f->sim = std::move(sim);
+  *out = f;
+  return 0;
+}
+
+int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || out == nullptr) {
+    return Fail(EINVAL, "fabric and domain must be valid");
+  }
+  tp::Device* dev = f->sim->device(node);
+  if (dev == nullptr) return Fail(EINVAL, "no such node");
+  auto pd = dev->AllocPd();
+  if (!pd.ok()) return Fail(pd.status());
+  auto* d = new Domain;
+  InitFid(&d->fid, SF_CLASS_DOMAIN, context);
+  d->fabric = f;
+  d->device = dev;
+  d->pd = *pd;
+  ++f->children;
+  *out = d;
+  return 0;
+}
+
+int sf_sim_digest(sf_fabric* pub, uint64_t* digest) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || digest == nullptr) return Fail(EINVAL, "bad argument");
+  *digest = f->sim->digest();
+  return 0;
+}
+
+int sf_sim_now(sf_fabric* pub, uint64_t* now_ns) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || now_ns == nullptr) return Fail(EINVAL, "bad argument");
+  *now_ns = f->sim->clock().NowNs();
+  return 0;
+}
+
+int sf_mr_reg(sf_domain* pub, const void* buf, size_t len, uint64_t access,
+              uint64_t offset, uint64_t requested_key, uint64_t flags,
+              sf_mr** out, void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and mr must be valid");
+  }
+  if (buf == nullptr || len == 0) {
+    return Fail(EINVAL, "a registration needs a buffer and a length");
+  }
+  constexpr uint64_t kAccess =
+      SF_SEND | SF_RECV | SF_READ | SF_WRITE | SF_REMOTE_READ | SF_REMOTE_WRITE;
+  if (access & ~kAccess) return Fail(EINVAL, "unknown access bits");
+  if (offset != 0 || requested_key != 0 || flags != 0) {
+    return Fail(EINVAL, "offset, requested_key and flags must be 0");
+  }
+  // Local write lets receives and READs land; remote read serves rendezvous
+  // sends; remote write is asked for explicitly.
+  uint32_t ibv = tp::kAccessLocalWrite | tp::kAccessRemoteRead;
+  if (access & SF_REMOTE_WRITE) ibv |= tp::kAccessRemoteWrite;
+  auto mr = d->pd->RegMr(const_cast<void*>(buf), len, ibv);
+  if (!mr.ok()) return Fail(mr.status());
+  auto* m = new Mr;
+  InitFid(&m->fid, SF_CLASS_MR, context);
+  m->domain = d;
+  m->mr = *mr;
+  d->mrs.insert(static_cast<sf_mr*>(m));
+  ++d->children;
+  *out = m;
+  return 0;
+}
+
+void* sf_mr_desc(sf_mr* pub) { return AsMr(pub) ? pub : nullptr; }
+
+int sf_av_open(sf_domain* pub, const sf_av_attr* attr, sf_av** out,
+               void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and av must be valid");
+  }
+  const size_t count = attr && attr->count ? attr->count : 1024;
+  if (attr && attr->flags) return Fail(EINVAL, "no AV flags are supported");
+  auto* a = new Av;
+  InitFid(&a->fid, SF_CLASS_AV, context);
+  a->domain = d;
+  a->av = std::make_unique<core::AddressVector>(count);
+  ++d->children;
+  *out = a;
+  return 0;
+}
+
+int sf_av_insert(sf_av* pub, const void* addr, size_t count, sf_addr_t* fi_addr,
+                 uint64_t flags, void* context) {
+  (void)context;
+  Av* a = AsAv(pub);
+  if (a == nullptr) return Fail(EINVAL, "not an address vector");
+  if ((addr == nullptr && count > 0) || flags != 0) {
+    return Fail(EINVAL, "need names to insert; flags must be 0");
+  }
+  int inserted = 0;
+  for (size_t i = 0; i < count; ++i) {
+    softfab::wire::Name name;
+    softfab::wire::DecodeName(
+        static_cast<const uint8_t*>(addr) + i * SF_NAME_BYTES, &name);
+    auto index = a->av->Insert(name);
+    if (fi_addr) fi_addr[i] = index.ok() ? *index : SF_ADDR_NOTAVAIL;
+    if (index.ok()) {
+      ++inserted;
+    } else {
+      last_error = index.status().message();
+    }
+  }
+  return inserted;
+}
+
+int sf_av_remove(sf_av* pub, sf_addr_t* fi_addr, size_t count, uint64_t flags) {
+  Av* a = AsAv(pub);
+  if (a == nullptr || (fi_addr == nullptr && count > 0) || flags != 0) {
+    return Fail(EINVAL, "bad argument");
+  }
+  // All or nothing: check every index first.
+  for (size_t i = 0; i < count; ++i) {
+    if (!a->av->Lookup(fi_addr[i])) {
+      return Fail(EINVAL, "an address to remove is not in the vector");
+    }
+  }
+  for (size_t i = 0; i < count; ++i) (void)a->av->Remove(fi_addr[i]);
+  return 0;
+}
+
+int sf_av_lookup(sf_av* pub, sf_addr_t fi_addr, void* addr, size_t* addrlen) {
+  Av* a = AsAv(pub);
+  if (a == nullptr || addrlen == nullptr) return Fail(EINVAL, "bad argument");
+  auto name = a->av->Lookup(fi_addr);
+  if (!name) return Fail(ENOENT, "no address at that index");
+  const size_t room = *addrlen;
+  *addrlen = SF_NAME_BYTES;
+  if (addr == nullptr || room < SF_NAME_BYTES) {
+    return Fail(SF_ETOOSMALL, "address buffer too small (size written back)");
+  }
+  softfab::wire::EncodeName(*name, static_cast<uint8_t*>(addr));
+  return 0;
+}
+
+int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
+               void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and cq must be valid");
+  }
+  const size_t size = attr && attr->size ? attr->size : 1024;
+  const sf_cq_format format = attr ? attr->format : SF_CQ_FORMAT_CONTEXT;
+  if (format < SF_CQ_FORMAT_CONTEXT || format > SF_CQ_FORMAT_TAGGED) {
+    return Fail(EINVAL, "unknown CQ format");
+  }
+  if (size > (1u << 24)) return Fail(EINVAL, "CQ size too large");
+  if (attr && attr->flags) return Fail(EINVAL, "no CQ flags are supported");
+  auto* c = new Cq;
+  InitFid(&c->fid, SF_CLASS_CQ, context);
+  c->domain = d;
+  c->format = format;
+  c->cq = std::make_unique<core::CompletionQueue>(size);
+  c->cq->set_progress([c] { ProgressCq(c); });
+  ++d->children;
+  *out = c;
+  return 0;
+}
+
+ssize_t sf_cq_read(sf_cq* cq, void* buf, size_t count) {
+  return ReadCq(cq, buf, count, nullptr);
+}
+
+ssize_t sf_cq_readfrom(sf_cq* cq, void* buf, size_t count,
+                       sf_addr_t* src_addr) {
+  if (src_addr == nullptr) return Fail(EINVAL, "src_addr must not be NULL");
+  return ReadCq(cq, buf, count, src_addr);
+}
+
+ssize_t sf_cq_readerr(sf_cq* pub, sf_cq_err_entry* buf, uint64_t flags) {
+  Cq* cq = AsCq(pub);
+  if (cq == nullptr || buf == nullptr || flags != 0) {
+    return Fail(EINVAL, "bad argument");
+  }
+  core::CqErrEntry e;
+  if (Status s = cq->cq->ReadError(&e); !s.ok()) return Fail(s);
+  *buf = sf_cq_err_entry{};
+  buf->op_context = e.op_context;
+  buf->flags = e.flags;
+  buf->len = e.len;
+  buf->buf = e.buf;
+  buf->data = e.data;
+  buf->tag = e.tag;
+  buf->olen = e.olen;
+  buf->err = e.err;
+  buf->prov_errno = e.prov_errno;
+  return 1;
+}
+
+ssize_t sf_cq_sread(sf_cq* pub, void* buf, size_t count, const void* cond,
+                    int timeout_ms) {
+  Cq* cq = AsCq(pub);
+  if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
+  if (cond != nullptr) return Fail(EINVAL, "wait conditions are not supported");
+  softfab::sim::SimFabric& sim = *cq->domain->fabric->sim;
+  const uint64_t start = sim.clock().NowNs();
+  const uint64_t deadline =
+      timeout_ms < 0 ? UINT64_MAX
+                     : start + static_cast<uint64_t>(timeout_ms) * 1000000;
+  while (true) {
+    const ssize_t n = ReadCq(pub, buf, count, nullptr);
+    if (n != -EAGAIN) return n;
+    // Nothing can arrive once the fabric is idle; otherwise run it on.
+    if (sim.pending_events() == 0) {
+      return Fail(ETIMEDOUT, "the fabric is idle: nothing will complete");
+    }
+    if (sim.clock().NowNs() >= deadline) {
+      return Fail(ETIMEDOUT, "sf_cq_sread timed out");
+    }
+    sim.Step();
+  }
+}
+
+int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
+                void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr || attr == nullptr) {
+    return Fail(EINVAL, "domain, attr and ep must be valid");
+  }
+  core::EndpointAttr a;
+  switch (attr->type) {
+    case SF_EP_RDM:
+      a.type = core::EndpointType::kRdm;
+      break;
+    case SF_EP_MSG:
+      a.type = core::EndpointType::kMsg;
+      break;
+    case SF_EP_DGRAM:
+      a.type = core::EndpointType::kDgram;
+      break;
+    default:
+      return Fail(EINVAL, "unknown endpoint type");
+  }
+  if (attr->caps &
+      ~(SF_MSG | SF_TAGGED | SF_DIRECTED_RECV | SF_SEND | SF_RECV)) {
+    return Fail(EINVAL, "unsupported capability bits");
+  }
+  if (attr->op_flags & ~(core::kCompletionLevels | SF_COMPLETION)) {
+    return Fail(EINVAL, "op_flags may only choose a completion level");
+  }
+  a.caps = attr->caps & SF_DIRECTED_RECV;
+  a.op_flags = attr->op_flags;
+  if (attr->tx_size) a.tx_size = static_cast<uint32_t>(attr->tx_size);
+  if (attr->rx_size) a.rx_size = static_cast<uint32_t>(attr->rx_size);
+  if (attr->tx_size > (1u << 20) || attr->rx_size > (1u << 20)) {
+    return Fail(EINVAL, "tx_size and rx_size must be at most 2^20");
+  }
+  auto ep = core::Endpoint::Create(d->device, d->pd, a);
+  if (!ep.ok()) return Fail(ep.status());
+  auto* e = new Ep;
+  InitFid(&e->fid, SF_CLASS_EP, context);
+  e->domain = d;
+  e->ep = std::move(*ep);
+  ++d->children;
+  *out = e;
+  return 0;
+}
+
+int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr || bfid == nullptr) return Fail(EINVAL, "bad argument");
+  if (ep->ep->enabled()) return Fail(SF_EOPBADSTATE, "endpoint is enabled");
+  if (IsClass(bfid, SF_CLASS_CQ)) {
+    Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(bfid));
+    if (cq->domain != ep->domain) {
+      return Fail(EINVAL, "CQ belongs to another domain");
+    }
+    const Status s = ep->ep->BindCq(cq->cq.get(), flags);
+    if (!s.ok()) return Fail(s);
+    if (flags & SF_SEND) ep->tx_cq = cq;
+    if (flags & SF_RECV) ep->rx_cq = cq;
+    if (std::find(cq->eps.begin(), cq->eps.end(), ep) == cq->eps.end()) {
+      cq->eps.push_back(ep);
+    }
+    return 0;
+  }
+  if (IsClass(bfid, SF_CLASS_AV)) {
+    Av* av = static_cast<Av*>(reinterpret_cast<sf_av*>(bfid));
+    if (av->domain != ep->domain) {
+      return Fail(EINVAL, "AV belongs to another domain");
+    }
+    if (flags != 0) return Fail(EINVAL, "AV binding takes no flags");
+    const Status s = ep->ep->BindAv(av->av.get());
+    if (!s.ok()) return Fail(s);
+    if (ep->av) --ep->av->users;
+    ep->av = av;
+    ++av->users;
+    return 0;
+  }
+  return Fail(EINVAL, "only a CQ or an AV can be bound to an endpoint");
+}
+
+int sf_enable(sf_ep* pub) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
+  const Status s = ep->ep->Enable();
+  return s.ok() ? 0 : Fail(s);
+}
+
+int sf_ep_query(sf_ep* pub, sf_ep_attr* attr) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr || attr == nullptr) return Fail(EINVAL, "bad argument");
+  const core::EndpointAttr& a = ep->ep->attr();
+  attr->type = SF_EP_RDM;
+  attr->caps = SF_MSG | SF_TAGGED | SF_SEND | SF_RECV | a.caps;
+  attr->op_flags = a.op_flags;
+  attr->tx_size = a.tx_size;
+  attr->rx_size = a.rx_size;
+  attr->max_msg_size = a.max_msg_size;
+  attr->inject_size = a.inject_size;
+  attr->msg_prefix_size = 0;
+  return 0;
+}
+
+int sf_getname(sf_fid* fid, void* addr, size_t* addrlen) {
+  if (!IsClass(fid, SF_CLASS_EP) || addrlen == nullptr) {
+    return Fail(EINVAL, "bad argument");
+  }
+  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+  const size_t room = *addrlen;
+  *addrlen = SF_NAME_BYTES;
+  if (addr == nullptr || room < SF_NAME_BYTES) {
+    return Fail(SF_ETOOSMALL, "name buffer too small (size written back)");
+  }
+  softfab::wire::EncodeName(ep->ep->name(), static_cast<uint8_t*>(addr));
+  return 0;
+}
+
+ssize_t sf_cancel(sf_fid* fid, void* context) {
+  if (!IsClass(fid, SF_CLASS_EP)) return Fail(EINVAL, "not an endpoint");
+  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+  const Status s = ep->ep->Cancel(context);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int sf_setopt(sf_fid* fid, int level, int optname, const void* optval,
+              size_t optlen) {
+  if (!IsClass(fid, SF_CLASS_EP) || optval == nullptr) {
+    return Fail(EINVAL, "bad argument");
+  }
+  if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
+  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+  if (optname == SF_OPT_MIN_MULTI_RECV) {
+    if (optlen != sizeof(size_t)) return Fail(EINVAL, "option is a size_t");
+    size_t v;
+    std::memcpy(&v, optval, sizeof v);
+    const Status s = ep->ep->SetMinMultiRecv(v);
+    return s.ok() ? 0 : Fail(s);
+  }
+  if (optname == SF_OPT_BUFFERED_LIMIT || optname == SF_OPT_BUFFERED_MIN) {
+    return Fail(ENOSYS, "buffered receives are not implemented yet");
+  }
+  return Fail(ENOSYS, "unknown option");
+}
+
+int sf_getopt(sf_fid* fid, int level, int optname, void* optval,
+              size_t* optlen) {
+  if (!IsClass(fid, SF_CLASS_EP) || optval == nullptr || optlen == nullptr) {
+    return Fail(EINVAL, "bad argument");
+  }
+  if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
+  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+  if (optname == SF_OPT_MIN_MULTI_RECV) {
+    if (*optlen < sizeof(size_t)) {
+      *optlen = sizeof(size_t);
+      return Fail(SF_ETOOSMALL, "option is a size_t");
+    }
+    const size_t v = ep->ep->min_multi_recv();
+    std::memcpy(optval, &v, sizeof v);
+    *optlen = sizeof v;
+    return 0;
+  }
+  return Fail(ENOSYS, "unknown option");
+}
+
+int sf_close(sf_fid* fid) {
+  if (fid == nullptr || fid->magic != kMagic) {
+    return Fail(EINVAL, "not a softfab object");
+  }
+  switch (fid->fclass) {
+    case SF_CLASS_EP: {
+      Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+      for (Cq* cq : {ep->tx_cq, ep->rx_cq}) {
+        if (cq == nullptr) continue;
+        auto it = std::find(cq->eps.begin(), cq->eps.end(), ep);
+        if (it != cq->eps.end()) cq->eps.erase(it);
+      }
+      if (ep->av) --ep->av->users;
+      --ep->domain->children;
+      ep->fid.magic = 0;
+      delete ep;
+      return 0;
+    }
+    case SF_CLASS_CQ: {
+      Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
+      if (!cq->eps.empty()) return Fail(EBUSY, "endpoints are bound to it");
+      --cq->domain->children;
+      cq->fid.magic = 0;
+      delete cq;
+      return 0;
+    }
+    case SF_CLASS_AV: {
+      Av* av = static_cast<Av*>(reinterpret_cast<sf_av*>(fid));
+      if (av->users) return Fail(EBUSY, "endpoints are bound to it");
+      --av->domain->children;
+      av->fid.magic = 0;
+      delete av;
+      return 0;
+    }
+    case SF_CLASS_MR: {
+      Mr* mr = static_cast<Mr*>(reinterpret_cast<sf_mr*>(fid));
+      if (Status s = mr->mr->Destroy(); !s.ok()) return Fail(s);
+      mr->domain->mrs.erase(static_cast<sf_mr*>(mr));
+      --mr->domain->children;
+      mr->fid.magic = 0;
+      delete mr;
+      return 0;
+    }
+    case SF_CLASS_DOMAIN: {
+      Domain* d = static_cast<Domain*>(reinterpret_cast<sf_domain*>(fid));
+      if (d->children) return Fail(EBUSY, "objects of this domain are open");
+      if (Status s = d->pd->Destroy(); !s.ok()) return Fail(s);
+      --d->fabric->children;
+      d->fid.magic = 0;
+      delete d;
+      return 0;
+    }
+    case SF_CLASS_FABRIC: {
+      Fabric* f = static_cast<Fabric*>(reinterpret_cast<sf_fabric*>(fid));
+      if (f->children) return Fail(EBUSY, "domains of this fabric are open");
+      f->fid.magic = 0;
+      delete f;
+      return 0;
+    }
+    default:
+      return Fail(EINVAL, "not a softfab object");
+  }
+}
+
+// ---- fi_msg ----
+
+ssize_t sf_recv(sf_ep* ep, void* buf, size_t len, void* desc, sf_addr_t src,
+                void* context) {
+  iovec iov{buf, len};
+  return DoRecv(ep, &iov, desc ? &desc : nullptr, 1, src, 0, 0, context, 0,
+                false);
+}
+ssize_t sf_recvv(sf_ep* ep, const iovec* iov, void** desc, size_t count,
+                 sf_addr_t src, void* context) {
+  return DoRecv(ep, iov, desc, count, src, 0, 0, context, 0, false);
+}
+ssize_t sf_recvmsg(sf_ep* ep, const sf_msg* msg, uint64_t flags) {
+  if (msg == nullptr) return Fail(EINVAL, "msg must not be NULL");
+  return DoRecv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0, 0,
+                msg->context, flags, false);
+}
+ssize_t sf_send(sf_ep* ep, const void* buf, size_t len, void* desc,
+                sf_addr_t dest, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, desc ? &desc : nullptr, 1, dest, 0, 0, context, 0,
+                false);
+}
+ssize_t sf_sendv(sf_ep* ep, const iovec* iov, void** desc, size_t count,
+                 sf_addr_t dest, void* context) {
+  return DoSend(ep, iov, desc, count, dest, 0, 0, context, 0, false);
+}
+ssize_t sf_sendmsg(sf_ep* ep, const sf_msg* msg, uint64_t flags) {
+  if (msg == nullptr) return Fail(EINVAL, "msg must not be NULL");
+  return DoSend(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr, 0,
+                msg->data, msg->context, flags, false);
+}
+ssize_t sf_inject(sf_ep* ep, const void* buf, size_t len, sf_addr_t dest) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, nullptr, 1, dest, 0, 0, nullptr, SF_INJECT, false);
+}
+ssize_t sf_senddata(sf_ep* ep, const void* buf, size_t len, void* desc,
+                    uint64_t data, sf_addr_t dest, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, desc ? &desc : nullptr, 1, dest, 0, data, context,
+                SF_REMOTE_CQ_DATA, false);
+}
+ssize_t sf_injectdata(sf_ep* ep, const void* buf, size_t len, uint64_t data,
+                      sf_addr_t dest) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, nullptr, 1, dest, 0, data, nullptr,
+                SF_INJECT | SF_REMOTE_CQ_DATA, false);
+}
+
+// ---- fi_tagged ----
+
+ssize_t sf_trecv(sf_ep* ep, void* buf, size_t len, void* desc, sf_addr_t src,
+                 uint64_t tag, uint64_t ignore, void* context) {
+  iovec iov{buf, len};
+  return DoRecv(ep, &iov, desc ? &desc : nullptr, 1, src, tag, ignore, context,
+                0, true);
+}
+ssize_t sf_trecvv(sf_ep* ep, const iovec* iov, void** desc, size_t count,
+                  sf_addr_t src, uint64_t tag, uint64_t ignore, void* context) {
+  return DoRecv(ep, iov, desc, count, src, tag, ignore, context, 0, true);
+}
+ssize_t sf_trecvmsg(sf_ep* ep, const sf_msg_tagged* msg, uint64_t flags) {
+  if (msg == nullptr) return Fail(EINVAL, "msg must not be NULL");
+  return DoRecv(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+                msg->tag, msg->ignore, msg->context, flags, true);
+}
+ssize_t sf_tsend(sf_ep* ep, const void* buf, size_t len, void* desc,
+                 sf_addr_t dest, uint64_t tag, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, desc ? &desc : nullptr, 1, dest, tag, 0, context, 0,
+                true);
+}
+ssize_t sf_tsendv(sf_ep* ep, const iovec* iov, void** desc, size_t count,
+                  sf_addr_t dest, uint64_t tag, void* context) {
+  return DoSend(ep, iov, desc, count, dest, tag, 0, context, 0, true);
+}
+ssize_t sf_tsendmsg(sf_ep* ep, const sf_msg_tagged* msg, uint64_t flags) {
+  if (msg == nullptr) return Fail(EINVAL, "msg must not be NULL");
+  return DoSend(ep, msg->msg_iov, msg->desc, msg->iov_count, msg->addr,
+                msg->tag, msg->data, msg->context, flags, true);
+}
+ssize_t sf_tinject(sf_ep* ep, const void* buf, size_t len, sf_addr_t dest,
+                   uint64_t tag) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, nullptr, 1, dest, tag, 0, nullptr, SF_INJECT, true);
+}
+ssize_t sf_tsenddata(sf_ep* ep, const void* buf, size_t len, void* desc,
+                     uint64_t data, sf_addr_t dest, uint64_t tag,
+                     void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, desc ? &desc : nullptr, 1, dest, tag, data, context,
+                SF_REMOTE_CQ_DATA, true);
+}
+ssize_t sf_tinjectdata(sf_ep* ep, const void* buf, size_t len, uint64_t data,
+                       sf_addr_t dest, uint64_t tag) {
+  iovec iov{const_cast<void*>(buf), len};
+  return DoSend(ep, &iov, nullptr, 1, dest, tag, data, nullptr,
+                SF_INJECT | SF_REMOTE_CQ_DATA, true);
+}
+
+}  // extern "C"

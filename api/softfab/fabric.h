@@ -1,0 +1,350 @@
+/* softfab messaging API: libfabric's fi_msg(3) and fi_tagged(3), renamed.
+ *
+ * Code written against libfabric ports by renaming fi_ -> sf_ and FI_ -> SF_:
+ * objects carry a `struct sf_fid fid` first member, flags have libfabric's bit
+ * values, and calls return 0 (or a count) on success and a negative SF_E*
+ * error number on failure. What differs is how a fabric is opened: instead of
+ * fi_getinfo, sf_fabric_open takes the backend (the deterministic simulator or
+ * rdma-core verbs), and sf_domain_open names the node (simulator) or device
+ * (verbs) to use.
+ *
+ * Progress is manual: reading a completion queue (sf_cq_read, sf_cq_sread,
+ * sf_cq_readerr) drives the protocol of every endpoint bound to it. After
+ * -SF_EAGAIN from a post, read the CQs, then retry.
+ *
+ * Threading: objects of one fabric are not thread-safe; use one thread per
+ * fabric (the simulator is single-threaded by design).
+ *
+ * Every call validates its arguments: a NULL or foreign object, a bad length,
+ * flag, address or descriptor gives -SF_EINVAL (or the code listed) and
+ * changes nothing. Descriptors are checked against the domain's live
+ * registrations without being read; an object handle is recognised by its
+ * fid header, so a pointer that is not a softfab object (or a closed one) is
+ * as undefined as it would be in libfabric.
+ */
+#ifndef SOFTFAB_API_SOFTFAB_FABRIC_H_
+#define SOFTFAB_API_SOFTFAB_FABRIC_H_
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint64_t sf_addr_t;
+#define SF_ADDR_UNSPEC ((sf_addr_t)-1)
+#define SF_ADDR_NOTAVAIL ((sf_addr_t)-1)
+
+/* ---- Errors (positive values; calls return their negation) ---- */
+#define SF_EPERM 1
+#define SF_ENOENT 2
+#define SF_EIO 5
+#define SF_EAGAIN 11
+#define SF_ENOMEM 12
+#define SF_EBUSY 16
+#define SF_EINVAL 22
+#define SF_ENOSYS 38
+#define SF_ENOMSG 42
+#define SF_ETIMEDOUT 110
+#define SF_EHOSTUNREACH 113
+#define SF_ECANCELED 125
+#define SF_ETOOSMALL 257   /* a buffer is too small (size written back) */
+#define SF_EOPBADSTATE 258 /* the object is not in a state for this call */
+#define SF_EAVAIL 259      /* an error completion is next: sf_cq_readerr */
+#define SF_ETRUNC 265      /* message truncated */
+const char* sf_strerror(int errnum);
+/* Why the last failing call on this thread failed, in words ("destination is
+ * not in the address vector", ...); "" if none failed yet. */
+const char* sf_last_error(void);
+
+/* ---- Flags (libfabric 1.x bit values) ---- */
+#define SF_MSG (1ULL << 1)
+#define SF_TAGGED (1ULL << 3)
+#define SF_MULTICAST (1ULL << 5)
+#define SF_RECV (1ULL << 10)
+#define SF_SEND (1ULL << 11)
+#define SF_TRANSMIT SF_SEND
+#define SF_MULTI_RECV (1ULL << 16)
+#define SF_REMOTE_CQ_DATA (1ULL << 17)
+#define SF_MORE (1ULL << 18)
+#define SF_PEEK (1ULL << 19)
+#define SF_FENCE (1ULL << 21)
+#define SF_COMPLETION (1ULL << 24)
+#define SF_INJECT (1ULL << 25)
+#define SF_INJECT_COMPLETE (1ULL << 26)
+#define SF_TRANSMIT_COMPLETE (1ULL << 27)
+#define SF_DELIVERY_COMPLETE (1ULL << 28)
+#define SF_MATCH_COMPLETE (1ULL << 31)
+#define SF_DIRECTED_RECV (1ULL << 59)        /* capability */
+#define SF_CLAIM (1ULL << 59)                /* receive flag */
+#define SF_DISCARD (1ULL << 58)              /* receive flag */
+#define SF_SELECTIVE_COMPLETION (1ULL << 59) /* sf_ep_bind flag */
+
+/* ---- Objects ---- */
+enum sf_fclass {
+  SF_CLASS_FABRIC = 1,
+  SF_CLASS_DOMAIN,
+  SF_CLASS_AV,
+  SF_CLASS_CQ,
+  SF_CLASS_MR,
+  SF_CLASS_EP,
+};
+
+struct sf_fid {
+  uint32_t fclass; /* enum sf_fclass */
+  uint32_t magic;  /* set by softfab; checked by every call */
+  void* context;   /* the user's, as given at open */
+};
+
+struct sf_fabric {
+  struct sf_fid fid;
+};
+struct sf_domain {
+  struct sf_fid fid;
+};
+struct sf_av {
+  struct sf_fid fid;
+};
+struct sf_cq {
+  struct sf_fid fid;
+};
+struct sf_mr {
+  struct sf_fid fid;
+};
+struct sf_ep {
+  struct sf_fid fid;
+};
+
+/* Closes any object. -SF_EBUSY while other objects use it (an endpoint bound
+ * to a CQ, a domain with endpoints, ...). */
+int sf_close(struct sf_fid* fid);
+
+/* ---- Fabric and domain ---- */
+enum sf_backend {
+  SF_BACKEND_SIM = 1,   /* deterministic simulated fabric, in process */
+  SF_BACKEND_VERBS = 2, /* rdma-core verbs (a later release) */
+};
+
+struct sf_fabric_attr {
+  enum sf_backend backend;
+  /* Simulator: nodes, master seed and the link between every pair. */
+  int sim_nodes;
+  uint64_t sim_seed;
+  uint64_t sim_latency_ns;
+  uint64_t sim_bandwidth_bps; /* 0: unlimited */
+};
+
+int sf_fabric_open(const struct sf_fabric_attr* attr, struct sf_fabric** fabric,
+                   void* context);
+/* A domain is one node's HCA: `node` in [0, sim_nodes) on the simulator. */
+int sf_domain_open(struct sf_fabric* fabric, int node,
+                   struct sf_domain** domain, void* context);
+
+/* Simulator only: the 64-bit digest of every event so far (same seed, same
+ * calls -> same digest), and the virtual time in nanoseconds. */
+int sf_sim_digest(struct sf_fabric* fabric, uint64_t* digest);
+int sf_sim_now(struct sf_fabric* fabric, uint64_t* now_ns);
+
+/* ---- Memory registration ---- */
+#define SF_READ (1ULL << 8)
+#define SF_WRITE (1ULL << 9)
+#define SF_REMOTE_READ (1ULL << 12)
+#define SF_REMOTE_WRITE (1ULL << 13)
+int sf_mr_reg(struct sf_domain* domain, const void* buf, size_t len,
+              uint64_t access, uint64_t offset, uint64_t requested_key,
+              uint64_t flags, struct sf_mr** mr, void* context);
+void* sf_mr_desc(struct sf_mr* mr);
+
+/* ---- Address vector (FI_AV_TABLE) ---- */
+struct sf_av_attr {
+  size_t count; /* most addresses it holds; 0: 1024 */
+  uint64_t flags;
+};
+int sf_av_open(struct sf_domain* domain, const struct sf_av_attr* attr,
+               struct sf_av** av, void* context);
+/* Inserts `count` names (each SF_NAME_BYTES, back to back); returns how many
+ * were inserted, filling fi_addr[i] (SF_ADDR_NOTAVAIL for a refused one). */
+int sf_av_insert(struct sf_av* av, const void* addr, size_t count,
+                 sf_addr_t* fi_addr, uint64_t flags, void* context);
+int sf_av_remove(struct sf_av* av, sf_addr_t* fi_addr, size_t count,
+                 uint64_t flags);
+int sf_av_lookup(struct sf_av* av, sf_addr_t fi_addr, void* addr,
+                 size_t* addrlen);
+
+/* ---- Completion queue ---- */
+enum sf_cq_format {
+  SF_CQ_FORMAT_CONTEXT = 1,
+  SF_CQ_FORMAT_MSG,
+  SF_CQ_FORMAT_DATA,
+  SF_CQ_FORMAT_TAGGED,
+};
+struct sf_cq_attr {
+  size_t size; /* entries; 0: 1024 */
+  uint64_t flags;
+  enum sf_cq_format format;
+};
+struct sf_cq_entry {
+  void* op_context;
+};
+struct sf_cq_msg_entry {
+  void* op_context;
+  uint64_t flags;
+  size_t len;
+};
+struct sf_cq_data_entry {
+  void* op_context;
+  uint64_t flags;
+  size_t len;
+  void* buf;
+  uint64_t data;
+};
+struct sf_cq_tagged_entry {
+  void* op_context;
+  uint64_t flags;
+  size_t len;
+  void* buf;
+  uint64_t data;
+  uint64_t tag;
+};
+struct sf_cq_err_entry {
+  void* op_context;
+  uint64_t flags;
+  size_t len;
+  void* buf;
+  uint64_t data;
+  uint64_t tag;
+  size_t olen;
+  int err;
+  int prov_errno;
+  void* err_data;
+  size_t err_data_size;
+};
+int sf_cq_open(struct sf_domain* domain, const struct sf_cq_attr* attr,
+               struct sf_cq** cq, void* context);
+/* Returns entries read (>0), -SF_EAGAIN (none), or -SF_EAVAIL (an error entry
+ * is next: read it with sf_cq_readerr). count 0 (buf may be NULL) only drives
+ * progress and returns 0. */
+ssize_t sf_cq_read(struct sf_cq* cq, void* buf, size_t count);
+ssize_t sf_cq_readfrom(struct sf_cq* cq, void* buf, size_t count,
+                       sf_addr_t* src_addr);
+ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
+                      uint64_t flags);
+/* Blocking read: drives progress until an entry arrives or `timeout_ms`
+ * passes (-SF_ETIMEDOUT). On the simulator the timeout is virtual time; -1
+ * waits while anything is pending in the fabric. */
+ssize_t sf_cq_sread(struct sf_cq* cq, void* buf, size_t count, const void* cond,
+                    int timeout_ms);
+
+/* ---- Endpoint ---- */
+enum sf_ep_type {
+  SF_EP_MSG = 1,
+  SF_EP_DGRAM = 2,
+  SF_EP_RDM = 3,
+};
+struct sf_ep_attr {
+  enum sf_ep_type type;
+  uint64_t caps;          /* SF_MSG | SF_TAGGED | SF_DIRECTED_RECV ... */
+  uint64_t op_flags;      /* default completion level (0: transmit-complete) */
+  size_t tx_size;         /* 0: 256 */
+  size_t rx_size;         /* 0: 256 */
+  size_t max_msg_size;    /* query only */
+  size_t inject_size;     /* query only */
+  size_t msg_prefix_size; /* query only: 40 on DGRAM (the GRH) */
+};
+#define SF_NAME_BYTES 28
+int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
+                struct sf_ep** ep, void* context);
+/* flags: SF_TRANSMIT and/or SF_RECV (with SF_SELECTIVE_COMPLETION) for a CQ;
+ * 0 for an AV. */
+int sf_ep_bind(struct sf_ep* ep, struct sf_fid* bfid, uint64_t flags);
+int sf_enable(struct sf_ep* ep);
+int sf_ep_query(struct sf_ep* ep, struct sf_ep_attr* attr);
+int sf_getname(struct sf_fid* fid, void* addr, size_t* addrlen);
+ssize_t sf_cancel(struct sf_fid* fid, void* context);
+
+#define SF_OPT_ENDPOINT 0
+#define SF_OPT_MIN_MULTI_RECV 1
+#define SF_OPT_BUFFERED_LIMIT 8
+#define SF_OPT_BUFFERED_MIN 9
+int sf_setopt(struct sf_fid* fid, int level, int optname, const void* optval,
+              size_t optlen);
+int sf_getopt(struct sf_fid* fid, int level, int optname, void* optval,
+              size_t* optlen);
+
+/* ---- fi_msg ---- */
+struct sf_msg {
+  const struct iovec* msg_iov;
+  void** desc;
+  size_t iov_count;
+  sf_addr_t addr;
+  void* context;
+  uint64_t data;
+};
+struct sf_context {
+  void* internal[4];
+};
+struct sf_recv_context {
+  struct sf_ep* ep;
+  void* context;
+};
+
+ssize_t sf_recv(struct sf_ep* ep, void* buf, size_t len, void* desc,
+                sf_addr_t src_addr, void* context);
+ssize_t sf_recvv(struct sf_ep* ep, const struct iovec* iov, void** desc,
+                 size_t count, sf_addr_t src_addr, void* context);
+ssize_t sf_recvmsg(struct sf_ep* ep, const struct sf_msg* msg, uint64_t flags);
+ssize_t sf_send(struct sf_ep* ep, const void* buf, size_t len, void* desc,
+                sf_addr_t dest_addr, void* context);
+ssize_t sf_sendv(struct sf_ep* ep, const struct iovec* iov, void** desc,
+                 size_t count, sf_addr_t dest_addr, void* context);
+ssize_t sf_sendmsg(struct sf_ep* ep, const struct sf_msg* msg, uint64_t flags);
+ssize_t sf_inject(struct sf_ep* ep, const void* buf, size_t len,
+                  sf_addr_t dest_addr);
+ssize_t sf_senddata(struct sf_ep* ep, const void* buf, size_t len, void* desc,
+                    uint64_t data, sf_addr_t dest_addr, void* context);
+ssize_t sf_injectdata(struct sf_ep* ep, const void* buf, size_t len,
+                      uint64_t data, sf_addr_t dest_addr);
+
+/* ---- fi_tagged ---- */
+struct sf_msg_tagged {
+  const struct iovec* msg_iov;
+  void** desc;
+  size_t iov_count;
+  sf_addr_t addr;
+  uint64_t tag;
+  uint64_t ignore;
+  void* context;
+  uint64_t data;
+};
+
+ssize_t sf_trecv(struct sf_ep* ep, void* buf, size_t len, void* desc,
+                 sf_addr_t src_addr, uint64_t tag, uint64_t ignore,
+                 void* context);
+ssize_t sf_trecvv(struct sf_ep* ep, const struct iovec* iov, void** desc,
+                  size_t count, sf_addr_t src_addr, uint64_t tag,
+                  uint64_t ignore, void* context);
+ssize_t sf_trecvmsg(struct sf_ep* ep, const struct sf_msg_tagged* msg,
+                    uint64_t flags);
+ssize_t sf_tsend(struct sf_ep* ep, const void* buf, size_t len, void* desc,
+                 sf_addr_t dest_addr, uint64_t tag, void* context);
+ssize_t sf_tsendv(struct sf_ep* ep, const struct iovec* iov, void** desc,
+                  size_t count, sf_addr_t dest_addr, uint64_t tag,
+                  void* context);
+ssize_t sf_tsendmsg(struct sf_ep* ep, const struct sf_msg_tagged* msg,
+                    uint64_t flags);
+ssize_t sf_tinject(struct sf_ep* ep, const void* buf, size_t len,
+                   sf_addr_t dest_addr, uint64_t tag);
+ssize_t sf_tsenddata(struct sf_ep* ep, const void* buf, size_t len, void* desc,
+                     uint64_t data, sf_addr_t dest_addr, uint64_t tag,
+                     void* context);
+ssize_t sf_tinjectdata(struct sf_ep* ep, const void* buf, size_t len,
+                       uint64_t data, sf_addr_t dest_addr, uint64_t tag);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOFTFAB_API_SOFTFAB_FABRIC_H_ */
