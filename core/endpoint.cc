@@ -1224,6 +1224,7 @@ Status Endpoint::StartConnect(uint32_t peer) {
   ++stats_.cm_requests;
   if (Status s = SendCm(peer, wire::CmType::kRequest); !s.ok()) return s;
   p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
+  device_->ScheduleWakeup(p.retry_at_ns);
   return Status::Ok();
 }
 
@@ -1421,6 +1422,7 @@ void Endpoint::Progress() {
     ++stats_.cm_retries;
     (void)SendCm(i, wire::CmType::kRequest);
     p.retry_at_ns = now + attr_.cm_retry_ns;
+    device_->ScheduleWakeup(p.retry_at_ns);
   }
   FlushCreditWrites();
   // Acks and sends that waited for a connection or a credit, in peer order.

@@ -524,6 +524,11 @@ class Device {
   [[nodiscard]] virtual Status GetAsyncEvent(AsyncEvent* event) = 0;
   // The clock that timestamps this device's events.
   virtual const Clock& clock() const = 0;
+  // Asks to regain control at clock time `t_ns` even if nothing else happens
+  // by then, for protocol timers (a connection request to retry). The
+  // simulator queues an event that does nothing, so polling an empty CQ
+  // advances virtual time to it; real hardware needs nothing (its clock runs).
+  virtual void ScheduleWakeup(uint64_t t_ns) = 0;
 
  protected:
   virtual ~Device() = default;

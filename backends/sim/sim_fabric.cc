@@ -108,6 +108,7 @@ enum class EvKind : uint8_t {
   kRnrTimer,
   kUdSendDone,
   kTimedFault,
+  kWakeup,  // Nothing happens; the clock reaches its time (Device timers).
 };
 
 enum class PktOp : uint8_t {
@@ -470,6 +471,7 @@ class DeviceImpl final : public transport::Device {
   StatusOr<CompletionQueue*> CreateCq(int32_t cqe) override;
   Status GetAsyncEvent(AsyncEvent* event) override;
   const transport::Clock& clock() const override;
+  void ScheduleWakeup(uint64_t t_ns) override;
 
   void Raise(AsyncEventType type, uint32_t qp_num, uint32_t cq, uint32_t srq);
   MrImpl* MrByKey(uint32_t key) const {
@@ -533,6 +535,13 @@ class FabricImpl final : public SimFabric, public transport::Clock {
 
   // Runs events until `cq` has a completion, nothing is pending, or the poll
   // bound is hit.
+  void ScheduleWakeup(int32_t node, uint64_t t_ns) {
+    Ev ev{};
+    ev.kind = EvKind::kWakeup;
+    ev.src_node = node;
+    queue_.Push(std::max(t_ns, now_ns_), ev);
+  }
+
   void RunForCq(const CqImpl* cq) {
     for (uint32_t i = 0; i < config_.poll_events_max && cq->empty(); ++i) {
       if (!Step()) break;
@@ -878,6 +887,8 @@ void FabricImpl::Dispatch(const Ev& ev) {
     case EvKind::kTimedFault:
       Record(TraceKind::kTimedFault, ev, 0);
       OnTimedFault(config_.faults.timed_faults[ev.aux]);
+      return;
+    case EvKind::kWakeup:
       return;
   }
 }
@@ -2324,6 +2335,10 @@ Status DeviceImpl::QueryPort(uint8_t port_num, PortAttr* attr) const {
   attr->lid = static_cast<uint16_t>(node_ + 1);
   attr->sm_lid = 1;
   return Status::Ok();
+}
+
+void DeviceImpl::ScheduleWakeup(uint64_t t_ns) {
+  fabric_->ScheduleWakeup(node_, t_ns);
 }
 
 Status DeviceImpl::QueryGid(uint8_t port_num, int index, Gid* gid) const {
