@@ -18,9 +18,8 @@ constexpr size_t kGrhBytes = 40;
 constexpr uint32_t kControlSlots = 256;  // Acks in flight per endpoint.
 constexpr int kPollBatch = 32;
 
-// RC timeouts: 4.096 us * 2^14 = 67 ms ack timeout, 7 retries; the core never
+// RC: 7 retries of the ack timeout (EndpointAttr::rc_timeout); the core never
 // provokes RNR (credits), so RNR retry is unlimited.
-constexpr uint8_t kAckTimeout = 14;
 constexpr uint8_t kRetryCount = 7;
 constexpr uint8_t kRnrRetryForever = 7;
 constexpr uint8_t kMinRnrTimer = 12;
@@ -80,7 +79,8 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
   if (attr.tx_size == 0 || attr.rx_size == 0 || attr.credits == 0 ||
       attr.peers_max == 0 || attr.eager_max == 0 ||
       attr.inject_size > attr.eager_max || attr.tx_size > (1u << 20) ||
-      attr.rx_size > (1u << 20)) {
+      attr.rx_size > (1u << 20) || attr.rc_timeout == 0 ||
+      attr.rc_timeout > 31) {
     return InvalidArgument("endpoint attributes out of range");
   }
   std::unique_ptr<Endpoint> ep(new Endpoint(device, pd, attr));
@@ -1198,7 +1198,7 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
   }
   a.qp_state = tp::QpState::kRts;
   a.sq_psn = p.psn;
-  a.timeout = kAckTimeout;
+  a.timeout = attr_.rc_timeout;
   a.retry_cnt = kRetryCount;
   a.rnr_retry = kRnrRetryForever;
   a.max_rd_atomic = 1;

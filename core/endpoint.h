@@ -58,6 +58,9 @@ struct EndpointAttr {
   uint64_t op_flags = 0;          // Default completion level (0: transmit).
   uint64_t caps = 0;              // kDirectedRecv, ...
   uint32_t cm_retry_ns = 200000;  // CM request retry interval.
+  // RC local ack timeout, as the IB exponent: 4.096 us * 2^rc_timeout before
+  // an unacknowledged packet is resent (14: 67 ms, a common default).
+  uint8_t rc_timeout = 14;
   uint32_t cm_retries_max = 50;
 };
 

@@ -194,6 +194,9 @@ class TagMatcher {
     uint64_t seq = 0;  // Arrival order.
     bool claimed = false;
     bool live = false;
+    // The exact class's two links (slots 0 and 1) ride in the entry, in the
+    // message's cache line: exact receives are the common case.
+    internal::ListLink exact_links[2];
   };
   struct UnexpectedMaskClass {
     uint64_t ignore = 0;
@@ -239,22 +242,26 @@ class TagMatcher {
   std::array<uint8_t, 2 * kMaskClasses> built_slots_{};
   int built_count_ = 0;
   uint64_t next_arrival_ = 0;
-  // Unexpected links live in one array per slot, so a message pays only for
-  // the indexes that are built (and the claim slot once claimed).
+  // Unexpected links: the exact class's in the entries, every other slot's in
+  // an array of its own, so a message pays only for the indexes that are
+  // built.
   struct SlotLinkStore {
+    std::vector<UnexpectedEntry>* entries;
     std::array<std::vector<internal::ListLink>, 2 * kMaskClasses> slots;
-    internal::ListLink& link(uint32_t e, int slot) { return slots[slot][e]; }
+    internal::ListLink& link(uint32_t e, int slot) {
+      return slot < 2 ? (*entries)[e].exact_links[slot] : slots[slot][e];
+    }
     const internal::ListLink& link(uint32_t e, int slot) const {
-      return slots[slot][e];
+      return slot < 2 ? (*entries)[e].exact_links[slot] : slots[slot][e];
     }
     // Makes room for entries below `count` in `slot`.
     void Grow(int slot, size_t count) {
-      if (slots[slot].size() < count) {
+      if (slot >= 2 && slots[slot].size() < count) {
         slots[slot].resize(std::max(count, 2 * slots[slot].size()));
       }
     }
   };
-  SlotLinkStore unexpected_links_;
+  SlotLinkStore unexpected_links_{&unexpected_};
   internal::KeyedLists<SlotLinkStore> unexpected_lists_;
   uint64_t lookups_ = 0;
   uint32_t unexpected_live_ = 0;
