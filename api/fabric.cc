@@ -159,18 +159,27 @@ void ProgressCq(Cq* cq) {
   for (Ep* ep : cq->eps) ep->ep->Progress();
 }
 
-ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
-               sf_addr_t dest, uint64_t tag, uint64_t data, void* context,
-               uint64_t flags, bool tagged) {
-  Ep* ep = AsEp(pub);
-  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
+// What every post checks first: the endpoint, the iov count and the
+// descriptors (resolved into transport registrations).
+int CheckPost(sf_ep* pub, void** desc, size_t count, Ep** ep,
+              tp::MemoryRegion** mrs) {
+  *ep = AsEp(pub);
+  if (*ep == nullptr) return Fail(EINVAL, "not an endpoint");
   if (count > core::Endpoint::kIovMax) {
     return Fail(EINVAL, "too many iov entries");
   }
-  tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
-  if (!ResolveDesc(ep->domain, desc, count, mrs)) {
+  if (!ResolveDesc((*ep)->domain, desc, count, mrs)) {
     return Fail(EINVAL, "desc is not a registration of this domain");
   }
+  return 0;
+}
+
+ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
+               sf_addr_t dest, uint64_t tag, uint64_t data, void* context,
+               uint64_t flags, bool tagged) {
+  Ep* ep = nullptr;
+  tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
+  if (int rc = CheckPost(pub, desc, count, &ep, mrs); rc != 0) return rc;
   core::SendArgs a;
   a.iov = iov;
   a.iov_count = count;
@@ -188,15 +197,9 @@ ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
 ssize_t DoRecv(sf_ep* pub, const iovec* iov, void** desc, size_t count,
                sf_addr_t src, uint64_t tag, uint64_t ignore, void* context,
                uint64_t flags, bool tagged) {
-  Ep* ep = AsEp(pub);
-  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
-  if (count > core::Endpoint::kIovMax) {
-    return Fail(EINVAL, "too many iov entries");
-  }
+  Ep* ep = nullptr;
   tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
-  if (!ResolveDesc(ep->domain, desc, count, mrs)) {
-    return Fail(EINVAL, "desc is not a registration of this domain");
-  }
+  if (int rc = CheckPost(pub, desc, count, &ep, mrs); rc != 0) return rc;
   core::RecvArgs a;
   a.iov = iov;
   a.iov_count = count;

@@ -52,6 +52,21 @@ size_t ScatterInto(const struct iovec* iov, size_t count, size_t offset,
   return copied;
 }
 
+// The error entry for an operation whose success entry would have been `e`.
+CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
+  CqErrEntry x;
+  x.op_context = e.op_context;
+  x.flags = e.flags;
+  x.len = e.len;
+  x.buf = e.buf;
+  x.data = e.data;
+  x.tag = e.tag;
+  x.olen = olen;
+  x.err = err;
+  x.src_addr = e.src_addr;
+  return x;
+}
+
 uint64_t LoadWord(const uint64_t& word) {
   // Written by the (simulated or real) HCA on a peer's RDMA WRITE.
   return std::atomic_ref<const uint64_t>(word).load(std::memory_order_acquire);
@@ -717,17 +732,7 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
   } else if (err == 0) {
     rx_cq_->Push(e, /*reserved=*/last);
   } else {
-    CqErrEntry x;
-    x.op_context = e.op_context;
-    x.flags = e.flags;
-    x.len = e.len;
-    x.buf = e.buf;
-    x.data = e.data;
-    x.tag = e.tag;
-    x.olen = olen;
-    x.err = err;
-    x.src_addr = e.src_addr;
-    rx_cq_->PushError(x, /*reserved=*/last);
+    rx_cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
   }
   if (last) {
     r = RxOp{};
@@ -955,17 +960,7 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   if (err == 0) {
     rx_cq_->Push(e, /*reserved=*/true);
   } else {
-    CqErrEntry x;
-    x.op_context = e.op_context;
-    x.flags = e.flags;
-    x.len = e.len;
-    x.buf = e.buf;
-    x.data = e.data;
-    x.tag = e.tag;
-    x.olen = olen;
-    x.err = err;
-    x.src_addr = e.src_addr;
-    rx_cq_->PushError(x, /*reserved=*/true);
+    rx_cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/true);
   }
   if (take) {
     if (rendezvous) {
