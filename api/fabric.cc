@@ -633,14 +633,24 @@ int sf_ep_query(sf_ep* pub, sf_ep_attr* attr) {
   Ep* ep = AsEp(pub);
   if (ep == nullptr || attr == nullptr) return Fail(EINVAL, "bad argument");
   const core::EndpointAttr& a = ep->ep->attr();
-  attr->type = SF_EP_RDM;
+  switch (a.type) {
+    case core::EndpointType::kRdm:
+      attr->type = SF_EP_RDM;
+      break;
+    case core::EndpointType::kMsg:
+      attr->type = SF_EP_MSG;
+      break;
+    case core::EndpointType::kDgram:
+      attr->type = SF_EP_DGRAM;
+      break;
+  }
   attr->caps = SF_MSG | SF_TAGGED | SF_SEND | SF_RECV | a.caps;
   attr->op_flags = a.op_flags;
   attr->tx_size = a.tx_size;
   attr->rx_size = a.rx_size;
-  attr->max_msg_size = a.max_msg_size;
+  attr->max_msg_size = ep->ep->max_msg_size();
   attr->inject_size = a.inject_size;
-  attr->msg_prefix_size = 0;
+  attr->msg_prefix_size = ep->ep->msg_prefix_size();
   return 0;
 }
 

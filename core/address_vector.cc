@@ -17,6 +17,7 @@ StatusOr<uint64_t> AddressVector::Insert(const wire::Name& name) {
     names_.push_back(name);
   }
   by_name_.emplace(name, index);
+  by_lid_qpn_.emplace(std::make_pair(name.lid, name.cm_qpn), index);
   return index;
 }
 
@@ -25,6 +26,7 @@ Status AddressVector::Remove(uint64_t index) {
     return InvalidArgument("no address at that index");
   }
   by_name_.erase(*names_[index]);
+  by_lid_qpn_.erase(std::make_pair(names_[index]->lid, names_[index]->cm_qpn));
   names_[index].reset();
   free_.insert(index);
   return Status::Ok();
@@ -33,6 +35,13 @@ Status AddressVector::Remove(uint64_t index) {
 std::optional<wire::Name> AddressVector::Lookup(uint64_t index) const {
   if (index >= names_.size()) return std::nullopt;
   return names_[index];
+}
+
+std::optional<uint64_t> AddressVector::FindByLidQpn(uint16_t lid,
+                                                    uint32_t qpn) const {
+  auto it = by_lid_qpn_.find(std::make_pair(lid, qpn));
+  if (it == by_lid_qpn_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::optional<uint64_t> AddressVector::Find(const wire::Name& name) const {

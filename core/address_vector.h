@@ -30,6 +30,9 @@ class AddressVector {
   Status Remove(uint64_t index);
   std::optional<wire::Name> Lookup(uint64_t index) const;
   std::optional<uint64_t> Find(const wire::Name& name) const;
+  // The address whose name has this LID and QP number (how a UD completion
+  // names its sender), if any.
+  std::optional<uint64_t> FindByLidQpn(uint16_t lid, uint32_t qpn) const;
   size_t count() const { return by_name_.size(); }
 
  private:
@@ -37,6 +40,7 @@ class AddressVector {
   std::vector<std::optional<wire::Name>> names_;
   std::set<uint64_t> free_;  // Removed indices, reused lowest first.
   std::map<wire::Name, uint64_t> by_name_;
+  std::map<std::pair<uint16_t, uint32_t>, uint64_t> by_lid_qpn_;
 };
 
 }  // namespace softfab::core

@@ -86,10 +86,9 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
   if (device == nullptr || pd == nullptr) {
     return InvalidArgument("endpoint needs a device and a protection domain");
   }
-  if (attr.type != EndpointType::kRdm) {
+  if (attr.type == EndpointType::kMsg) {
     return NotSupported(
-        "only FI_EP_RDM endpoints are implemented so far (MSG and DGRAM: "
-        "issue 4, in progress)");
+        "FI_EP_MSG endpoints (connect/accept) are not implemented yet");
   }
   if (attr.tx_size == 0 || attr.rx_size == 0 || attr.credits == 0 ||
       attr.peers_max == 0 || attr.eager_max == 0 ||
@@ -115,15 +114,93 @@ Status Endpoint::Init() {
   rx_bounce_count_ =
       std::min<uint32_t>(static_cast<uint32_t>(dev.max_srq_wr),
                          std::max<uint32_t>(attr_.credits, attr_.credits * 16));
-  const int32_t recv_cqe =
-      static_cast<int32_t>(rx_bounce_count_ + kCmBuffers + 64);
+  const int32_t recv_cqe = static_cast<int32_t>(
+      std::max(rx_bounce_count_, attr_.rx_size) + kCmBuffers + 64);
   auto scq = device_->CreateCq(send_cqe);
   if (!scq.ok()) return scq.status();
   send_cq_ = *scq;
   auto rcq = device_->CreateCq(recv_cqe);
   if (!rcq.ok()) return rcq.status();
   recv_cq_ = *rcq;
+  if (Status s = attr_.type == EndpointType::kDgram ? InitDgram() : InitRdm();
+      !s.ok()) {
+    return s;
+  }
+  std::memcpy(name_.gid, gid_.raw, 16);
+  name_.lid = port_.lid;
+  name_.cm_qpn = cm_qp_->qp_num();
+  name_.qkey = kQkey;
+  tx_ops_.resize(attr_.tx_size);
+  for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
+  rx_ops_.resize(attr_.rx_size);
+  for (uint32_t i = attr_.rx_size; i-- > 0;) rx_free_.push_back(i);
+  peers_.reserve(attr_.peers_max);
+  return Status::Ok();
+}
 
+StatusOr<tp::QueuePair*> Endpoint::NewUdQp(uint32_t send_depth,
+                                           uint32_t recv_depth) {
+  tp::QpInitAttr init;
+  init.send_cq = send_cq_;
+  init.recv_cq = recv_cq_;
+  init.qp_type = tp::QpType::kUd;
+  init.cap.max_send_wr = send_depth;
+  init.cap.max_recv_wr = recv_depth;
+  init.cap.max_send_sge = 1;
+  init.cap.max_recv_sge = 1;
+  auto qp = pd_->CreateQp(init);
+  if (!qp.ok()) return qp.status();
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kInit;
+  a.pkey_index = 0;
+  a.port_num = kPort;
+  a.qkey = kQkey;
+  Status s = (*qp)->Modify(
+      a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort | tp::kQpQkey);
+  a.qp_state = tp::QpState::kRtr;
+  if (s.ok()) s = (*qp)->Modify(a, tp::kQpState);
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = 0;
+  if (s.ok()) s = (*qp)->Modify(a, tp::kQpState | tp::kQpSqPsn);
+  if (!s.ok()) {
+    (void)(*qp)->Destroy();
+    return s;
+  }
+  return *qp;
+}
+
+Status Endpoint::InitDgram() {
+  // Datagrams up to the path MTU, each received with its GRH in front.
+  dgram_mtu_ = tp::MtuBytes(port_.active_mtu);
+  dgram_slot_bytes_ = kMsgPrefixBytes + dgram_mtu_;
+  tx_slot_bytes_ = dgram_mtu_;
+  tx_bounce_.assign(tx_slot_bytes_ * attr_.tx_size, 0);
+  dgram_rx_.assign(dgram_slot_bytes_ * attr_.rx_size, 0);
+  auto tx = pd_->RegMr(tx_bounce_.data(), tx_bounce_.size(), 0);
+  if (!tx.ok()) return tx.status();
+  tx_mr_ = *tx;
+  auto rx =
+      pd_->RegMr(dgram_rx_.data(), dgram_rx_.size(), tp::kAccessLocalWrite);
+  if (!rx.ok()) return rx.status();
+  dgram_mr_ = *rx;
+  auto qp = NewUdQp(attr_.tx_size, attr_.rx_size);
+  if (!qp.ok()) return qp.status();
+  cm_qp_ = *qp;
+  for (uint32_t i = 0; i < attr_.rx_size; ++i) {
+    tp::Sge sge{reinterpret_cast<uint64_t>(dgram_rx_.data()) +
+                    uint64_t{i} * dgram_slot_bytes_,
+                static_cast<uint32_t>(dgram_slot_bytes_), dgram_mr_->lkey()};
+    tp::RecvWr wr;
+    wr.wr_id = WrId(kWrDgramRecv, i);
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    const tp::RecvWr* bad = nullptr;
+    if (Status s = cm_qp_->PostRecv(&wr, &bad); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::InitRdm() {
   tp::SrqAttr srq_attr;
   srq_attr.max_wr = rx_bounce_count_;
   srq_attr.max_sge = 1;
@@ -178,34 +255,9 @@ Status Endpoint::Init() {
   }
 
   // The CM's UD QP.
-  tp::QpInitAttr init;
-  init.send_cq = send_cq_;
-  init.recv_cq = recv_cq_;
-  init.qp_type = tp::QpType::kUd;
-  init.cap.max_send_wr = kCmBuffers;
-  init.cap.max_recv_wr = kCmBuffers;
-  init.cap.max_send_sge = 1;
-  init.cap.max_recv_sge = 1;
-  auto qp = pd_->CreateQp(init);
+  auto qp = NewUdQp(kCmBuffers, kCmBuffers);
   if (!qp.ok()) return qp.status();
   cm_qp_ = *qp;
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kInit;
-  a.pkey_index = 0;
-  a.port_num = kPort;
-  a.qkey = kQkey;
-  if (Status s = cm_qp_->Modify(
-          a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort | tp::kQpQkey);
-      !s.ok()) {
-    return s;
-  }
-  a.qp_state = tp::QpState::kRtr;
-  if (Status s = cm_qp_->Modify(a, tp::kQpState); !s.ok()) return s;
-  a.qp_state = tp::QpState::kRts;
-  a.sq_psn = 0;
-  if (Status s = cm_qp_->Modify(a, tp::kQpState | tp::kQpSqPsn); !s.ok()) {
-    return s;
-  }
   for (uint32_t i = 0; i < kCmBuffers; ++i) {
     tp::Sge sge{
         reinterpret_cast<uint64_t>(cm_buffers_.data()) + i * kCmSlotBytes,
@@ -218,16 +270,6 @@ Status Endpoint::Init() {
     if (Status s = cm_qp_->PostRecv(&wr, &bad); !s.ok()) return s;
   }
 
-  std::memcpy(name_.gid, gid_.raw, 16);
-  name_.lid = port_.lid;
-  name_.cm_qpn = cm_qp_->qp_num();
-  name_.qkey = kQkey;
-
-  tx_ops_.resize(attr_.tx_size);
-  for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
-  rx_ops_.resize(attr_.rx_size);
-  for (uint32_t i = attr_.rx_size; i-- > 0;) rx_free_.push_back(i);
-  peers_.reserve(attr_.peers_max);
   return Status::Ok();
 }
 
@@ -249,8 +291,9 @@ Endpoint::~Endpoint() {
       if (mr) (void)mr->Destroy();
     }
   }
+  for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
   for (tp::MemoryRegion* mr :
-       {tx_mr_, rx_mr_, cm_mr_, credit_mr_, source_mr_}) {
+       {tx_mr_, rx_mr_, cm_mr_, credit_mr_, source_mr_, dgram_mr_}) {
     if (mr) (void)mr->Destroy();
   }
   if (send_cq_) (void)send_cq_->Destroy();
@@ -360,8 +403,17 @@ Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
     return InvalidArgument("at most one completion level per send");
   }
   *len = IovBytes(a.iov, a.iov_count);
-  if (*len > attr_.max_msg_size) {
+  if (*len > max_msg_size()) {
     return InvalidArgument("message larger than max_msg_size");
+  }
+  if (attr_.type == EndpointType::kDgram) {
+    if (a.tagged) return NotSupported("DGRAM endpoints carry fi_msg only");
+    if (levels & (kDeliveryComplete | kMatchComplete)) {
+      return NotSupported("DGRAM is unreliable: no delivery or match acks");
+    }
+    if (*len < kMsgPrefixBytes) {
+      return InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
+    }
   }
   if ((a.flags & kInject) && *len > attr_.inject_size) {
     return InvalidArgument("FI_INJECT message larger than inject_size");
@@ -372,6 +424,7 @@ Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
 Status Endpoint::Send(const SendArgs& a) {
   size_t len = 0;
   if (Status s = CheckSend(a, &len); !s.ok()) return s;
+  if (attr_.type == EndpointType::kDgram) return SendDgram(a, len);
   auto peer_or = PeerFor(a.dest);
   if (!peer_or.ok()) return peer_or.status();
   const uint32_t peer = *peer_or;
@@ -547,7 +600,7 @@ void Endpoint::MaybeFinishTx(uint32_t index) {
                          op.level == kMatchComplete;
   if (!op.send_done || (needs_ack && !op.acked)) return;
   CompleteTx(index, 0);
-  --peers_[op.peer].in_flight;
+  if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
   if (op.rdv_mr) (void)op.rdv_mr->Destroy();
   op = TxOp{};
   tx_free_.push_back(index);
@@ -590,6 +643,121 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   return Status::Ok();
 }
 
+Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
+  if (av_ == nullptr) return InvalidArgument("no address vector bound");
+  auto name = av_->Lookup(a.dest);
+  if (!name) return InvalidArgument("destination is not in the address vector");
+  if (tx_free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all tx slots busy: read the CQ, then retry");
+  }
+  tp::AddressHandle*& ah = dgram_ah_[a.dest];
+  if (ah == nullptr) {
+    tp::AhAttr attr;
+    attr.is_global = 1;
+    std::memcpy(attr.grh.dgid.raw, name->gid, 16);
+    attr.grh.hop_limit = 64;
+    attr.dlid = name->lid;
+    attr.port_num = kPort;
+    auto made = pd_->CreateAh(attr);
+    if (!made.ok()) {
+      dgram_ah_.erase(a.dest);
+      return made.status();
+    }
+    ah = *made;
+  }
+  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
+  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
+  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
+  if (Status s = tx_cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+  const uint32_t index = tx_free_.back();
+  tx_free_.pop_back();
+  TxOp& op = tx_ops_[index];
+  op = TxOp{};
+  op.used = true;
+  op.peer = internal::kNil;
+  op.context = a.context;
+  op.len = len;
+  op.wants_entry = wants_entry;
+  op.reserved = true;
+  op.flags = kSend | kMsg;
+  op.level = (a.flags & kInjectComplete) ? kInjectComplete : kTransmitComplete;
+  // The first 40 bytes are the sender's prefix space; the datagram is the rest.
+  uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
+  size_t skip = kMsgPrefixBytes, off = 0;
+  for (size_t i = 0; i < a.iov_count; ++i) {
+    const uint8_t* p = static_cast<const uint8_t*>(a.iov[i].iov_base);
+    const size_t n = a.iov[i].iov_len;
+    const size_t drop = std::min(skip, n);
+    skip -= drop;
+    if (n > drop) std::memcpy(slot + off, p + drop, n - drop);
+    off += n - drop;
+  }
+  if (op.level == kInjectComplete) CompleteTx(index, 0);
+  tp::Sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(off),
+              tx_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrTx, index);
+  wr.sg_list = &sge;
+  wr.num_sge = off > 0 ? 1 : 0;
+  wr.opcode = tp::WrOpcode::kSend;
+  wr.send_flags = tp::kSendSignaled;
+  wr.ud.ah = ah;
+  wr.ud.remote_qpn = name->cm_qpn;
+  wr.ud.remote_qkey = name->qkey;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = cm_qp_->PostSend(&wr, &bad); !s.ok()) {
+    if (op.reserved) tx_cq_->Unreserve();
+    op = TxOp{};
+    tx_free_.push_back(index);
+    return s;
+  }
+  op.sent = true;
+  return Status::Ok();
+}
+
+void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
+  const uint32_t index = static_cast<uint32_t>(IndexOf(wc.wr_id));
+  uint8_t* buf = dgram_rx_.data() + index * dgram_slot_bytes_;
+  if (wc.status == tp::WcStatus::kWrFlushErr) return;
+  if (wc.status == tp::WcStatus::kSuccess && wc.byte_len >= kMsgPrefixBytes) {
+    // The sender, as this endpoint's AV names it (a source no directed
+    // receive can name when it is not in the AV).
+    std::optional<uint64_t> from;
+    if (av_ != nullptr) from = av_->FindByLidQpn(wc.slid, wc.src_qp);
+    const uint64_t source = from ? *from : (uint64_t{1} << 62);
+    TagMatcher& m = matchers_[0];
+    if (auto r = m.FindReceive(0, source)) {
+      const uint32_t rx = rx_of_handle_[0][r->index];
+      m.RemoveReceive(*r);
+      RxOp& op = rx_ops_[rx];
+      op.handle = ReceiveHandle{};
+      // The buffer gets the GRH prefix and then the data (FI_MSG_PREFIX).
+      const size_t n = ScatterInto(op.iov, op.iov_count, 0, buf, wc.byte_len);
+      CqEntry e;
+      e.op_context = op.context;
+      e.flags = kRecv | kMsg;
+      e.buf = op.iov_count ? op.iov[0].iov_base : nullptr;
+      e.len = n;
+      e.src_addr = from ? *from : ~uint64_t{0};
+      CompleteRx(rx, e, n < wc.byte_len ? kErrTruncated : 0, wc.byte_len - n);
+    } else {
+      ++stats_.dgram_dropped;  // Unreliable: no receive, no datagram.
+    }
+  }
+  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
+              static_cast<uint32_t>(dgram_slot_bytes_), dgram_mr_->lkey()};
+  tp::RecvWr wr;
+  wr.wr_id = wc.wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const tp::RecvWr* bad = nullptr;
+  (void)cm_qp_->PostRecv(&wr, &bad);
+}
+
 // ------------------------------------------------------------------- receive
 
 Status Endpoint::CheckRecv(const RecvArgs& a) const {
@@ -608,6 +776,13 @@ Status Endpoint::CheckRecv(const RecvArgs& a) const {
   }
   if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim))) {
     return InvalidArgument("FI_DISCARD goes with FI_PEEK or FI_CLAIM");
+  }
+  if (attr_.type == EndpointType::kDgram &&
+      (a.tagged || (a.flags & kMultiRecv) ||
+       IovBytes(a.iov, a.iov_count) < kMsgPrefixBytes)) {
+    return a.tagged || (a.flags & kMultiRecv)
+               ? NotSupported("DGRAM endpoints take plain fi_msg receives")
+               : InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
   }
   if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged) {
     return NotSupported(
@@ -1357,6 +1532,8 @@ void Endpoint::Progress() {
     const uint64_t kind = KindOf(wc[0].wr_id);
     if (kind == kWrRxBounce) {
       OnBounce(wc[0]);
+    } else if (kind == kWrDgramRecv) {
+      OnDgram(wc[0]);
     } else if (kind == kWrCmRecv) {
       const uint32_t i = static_cast<uint32_t>(IndexOf(wc[0].wr_id));
       uint8_t* buf = cm_buffers_.data() + i * kCmSlotBytes;
@@ -1394,7 +1571,7 @@ void Endpoint::Progress() {
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
           CompleteTx(static_cast<uint32_t>(index), EIO);
-          --peers_[op.peer].in_flight;
+          if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
           if (op.rdv_mr) (void)op.rdv_mr->Destroy();
           op = TxOp{};
           tx_free_.push_back(static_cast<uint32_t>(index));

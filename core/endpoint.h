@@ -118,7 +118,16 @@ class Endpoint {
 
   const wire::Name& name() const { return name_; }
   const EndpointAttr& attr() const { return attr_; }
-  size_t max_msg_size() const { return attr_.max_msg_size; }
+  // FI_EP_DGRAM: every buffer starts with this much prefix space, where a
+  // received datagram's GRH lands (FI_MSG_PREFIX, msg_prefix_size).
+  static constexpr size_t kMsgPrefixBytes = 40;
+  size_t msg_prefix_size() const {
+    return attr_.type == EndpointType::kDgram ? kMsgPrefixBytes : 0;
+  }
+  size_t max_msg_size() const {
+    return attr_.type == EndpointType::kDgram ? kMsgPrefixBytes + dgram_mtu_
+                                              : attr_.max_msg_size;
+  }
 
   Status Send(const SendArgs& args);
   Status Recv(const RecvArgs& args);
@@ -140,6 +149,7 @@ class Endpoint {
     uint64_t credit_writes = 0;
     uint64_t unexpected = 0;
     uint64_t bad_headers = 0;
+    uint64_t dgram_dropped = 0;  // DGRAM: arrived with no receive posted.
   };
   const Stats& stats() const { return stats_; }
 
@@ -147,6 +157,13 @@ class Endpoint {
   Endpoint(transport::Device* device, transport::ProtectionDomain* pd,
            const EndpointAttr& attr);
   Status Init();
+  Status InitRdm();
+  Status InitDgram();
+  // A UD QP in RTS with our Q_Key (the RDM CM's, or the DGRAM data QP).
+  StatusOr<transport::QueuePair*> NewUdQp(uint32_t send_depth,
+                                          uint32_t recv_depth);
+  Status SendDgram(const SendArgs& args, size_t len);
+  void OnDgram(const transport::WorkCompletion& wc);
 
   enum class PeerState : uint8_t { kIdle, kConnecting, kConnected, kFailed };
   struct Peer {
@@ -250,6 +267,7 @@ class Endpoint {
     kWrCredit = 5,
     kWrAck = 6,
     kWrRead = 7,
+    kWrDgramRecv = 8,
   };
   static uint64_t WrId(WrKind kind, uint64_t index) {
     return (uint64_t{kind} << 56) | index;
@@ -339,6 +357,12 @@ class Endpoint {
   static constexpr uint32_t kCmBuffers = 32;
   static constexpr size_t kCmSlotBytes = 40 + 128;  // GRH + message.
   uint32_t cm_send_next_ = 0;
+  // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
+  std::vector<uint8_t> dgram_rx_;
+  transport::MemoryRegion* dgram_mr_ = nullptr;
+  size_t dgram_slot_bytes_ = 0;
+  uint32_t dgram_mtu_ = 0;
+  std::map<uint64_t, transport::AddressHandle*> dgram_ah_;
   uint32_t control_next_ = 0;
 
   std::vector<TxOp> tx_ops_;

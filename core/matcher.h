@@ -261,7 +261,7 @@ class TagMatcher {
       }
     }
   };
-  SlotLinkStore unexpected_links_{&unexpected_};
+  SlotLinkStore unexpected_links_{&unexpected_, {}};
   internal::KeyedLists<SlotLinkStore> unexpected_lists_;
   uint64_t lookups_ = 0;
   uint32_t unexpected_live_ = 0;

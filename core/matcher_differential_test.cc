@@ -116,7 +116,7 @@ void RunSeed(uint64_t seed, int ops) {
     SCOPED_TRACE("step " + std::to_string(step));
     const size_t depth = naive.posted_count() + naive.unexpected_count();
     const int bias = depth > profile.depth_target ? 10 : 0;
-    const uint64_t op = rng.Below(100);
+    const int op = static_cast<int>(rng.Below(100));
     if (op < 30) {
       // Post a receive (fi_trecv).
       PostedReceive r;
@@ -131,7 +131,9 @@ void RunSeed(uint64_t seed, int ops) {
       auto got = fast.PostOrMatch(r);
       auto want = naive.PostOrMatch(r);
       ASSERT_EQ(got.matched.has_value(), want.has_value()) << Describe(r);
-      if (want) ASSERT_EQ(got.matched->cookie, want->cookie) << Describe(r);
+      if (want) {
+        ASSERT_EQ(got.matched->cookie, want->cookie) << Describe(r);
+      }
     } else if (op < 60 + bias) {
       // A message arrives.
       UnexpectedMessage m{draw_tag(), draw_source(), next_cookie++};
@@ -146,7 +148,9 @@ void RunSeed(uint64_t seed, int ops) {
       auto got = fast.ArriveOrQueue(m);
       auto want = naive.ArriveOrQueue(m);
       ASSERT_EQ(got.matched.has_value(), want.has_value()) << "tag " << m.tag;
-      if (want) ASSERT_TRUE(Same(*got.matched, *want)) << Describe(*want);
+      if (want) {
+        ASSERT_TRUE(Same(*got.matched, *want)) << Describe(*want);
+      }
     } else if (op < 70 + bias) {
       // Cancel by context, or retire a multi-recv buffer (same removal path).
       if (used_contexts.empty()) continue;
@@ -198,7 +202,9 @@ void RunSeed(uint64_t seed, int ops) {
       auto got = fast.FindReceive(tag, source);
       auto want = naive.FindReceive(tag, source);
       ASSERT_EQ(got.has_value(), want.has_value());
-      if (want) ASSERT_TRUE(Same(fast.receive(*got), naive.receive(*want)));
+      if (want) {
+        ASSERT_TRUE(Same(fast.receive(*got), naive.receive(*want)));
+      }
     }
     ASSERT_EQ(fast.posted_count(), naive.posted_count());
     ASSERT_EQ(fast.unexpected_count(), naive.unexpected_count());
