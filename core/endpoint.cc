@@ -1177,6 +1177,7 @@ Status Endpoint::Cancel(void* context) {
     e.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
     if (r.flags & kMultiRecv) e.flags |= kMultiRecv;
     r.handle = ReceiveHandle{};
+    r.released = true;  // A multi-recv buffer is released by its cancel.
     // fi_cancel always reports the cancelled receive (an error entry, on the
     // slot the receive reserved); a multi-recv buffer's entry says it is
     // released.

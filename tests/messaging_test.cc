@@ -331,6 +331,31 @@ TEST(MessagingTest, CancelReportsEcanceledAndOthersStillArrive) {
   EXPECT_EQ(b1, 0u);
 }
 
+TEST(MessagingTest, CancelledMultiRecvIsReleasedAndItsSlotReused) {
+  core::EndpointAttr attr;
+  attr.rx_size = 1;  // One receive slot: a leak would show at the next post.
+  Cluster c(2, {}, attr);
+  std::vector<uint8_t> buffer(1 << 16);
+  iovec r{buffer.data(), buffer.size()};
+  int ctx = 0;
+  core::RecvArgs a;
+  a.iov = &r;
+  a.iov_count = 1;
+  a.context = &ctx;
+  a.flags = core::kMultiRecv;
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(c[1].ep->Recv(a).ok()) << "round " << round;
+    ASSERT_TRUE(c[1].ep->Cancel(&ctx).ok());
+    CqEntry e;
+    ASSERT_EQ(c[1].cq->Read(&e, 1), -core::CompletionQueue::kErrAvail);
+    CqErrEntry x;
+    ASSERT_TRUE(c[1].cq->ReadError(&x).ok());
+    EXPECT_EQ(x.err, ECANCELED);
+    EXPECT_TRUE(x.flags & core::kMultiRecv) << "release not reported";
+    EXPECT_EQ(c[1].cq->Read(&e, 1), -EAGAIN);
+  }
+}
+
 // Scenario 5: inject.
 TEST(MessagingTest, InjectCopiesAndWritesNoCompletion) {
   Cluster c(2);
