@@ -436,7 +436,7 @@ Status Endpoint::Send(const SendArgs& a) {
     ++stats_.eagain;
     return TryAgain("all tx slots busy: read the CQ, then retry");
   }
-  const bool connected = p.state == PeerState::kConnected;
+  const bool connected = CanSend(p);
   if (connected && (!p.waiting.empty() || AvailableCredits(p) == 0 ||
                     p.sq_outstanding >= attr_.tx_size)) {
     ++stats_.eagain;
@@ -617,7 +617,7 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   Peer& p = peers_[peer];
   // Acks use a ring of header-only slots after the tx slots and need a credit
   // at the peer like any SEND.
-  if (p.state != PeerState::kConnected || AvailableCredits(p) == 0 ||
+  if (!CanSend(p) || AvailableCredits(p) == 0 ||
       p.sq_outstanding >= attr_.tx_size + 8) {
     return TryAgain("no credit for an ack");
   }
@@ -1214,8 +1214,7 @@ void Endpoint::FlushCreditWrites() {
   for (size_t i = 0; i < credit_dirty_.size(); ++i) {
     const uint32_t peer = credit_dirty_[i];
     Peer& p = peers_[peer];
-    if (p.state != PeerState::kConnected ||
-        p.sq_outstanding >= attr_.tx_size + 8) {
+    if (!CanSend(p) || p.sq_outstanding >= attr_.tx_size + 8) {
       credit_dirty_[kept++] = peer;
       continue;
     }
@@ -1254,6 +1253,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     return;
   }
   const uint32_t peer = it->second;
+  peers_[peer].ready = true;  // It sent on the connection: it can receive.
   const uint8_t* buf = rx_bounce_.data() + index * rx_slot_bytes_;
   wire::Header h;
   if (!wire::Decode(buf, wc.byte_len, &h) ||
@@ -1468,7 +1468,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     p.remote_credit_addr = m.credit_addr;
     p.remote_credit_rkey = m.credit_rkey;
     (void)SendCm(peer, wire::CmType::kReply);
-    OnConnected(peer);
+    OnConnected(peer, /*ready=*/false);  // Until they send on it.
   };
   if (m.type == wire::CmType::kRequest) {
     switch (p.state) {
@@ -1499,12 +1499,13 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   p.granted = m.credits;
   p.remote_credit_addr = m.credit_addr;
   p.remote_credit_rkey = m.credit_rkey;
-  OnConnected(peer);
+  OnConnected(peer, /*ready=*/true);  // They reached RTS before replying.
 }
 
-void Endpoint::OnConnected(uint32_t peer) {
+void Endpoint::OnConnected(uint32_t peer, bool ready) {
   Peer& p = peers_[peer];
   p.state = PeerState::kConnected;
+  p.ready = ready;
   peer_by_qpn_[p.qp->qp_num()] = peer;
 }
 
@@ -1608,8 +1609,8 @@ void Endpoint::Progress() {
     while (!p.reads_waiting.empty() && PostRead(p.reads_waiting.front()).ok()) {
       p.reads_waiting.pop_front();
     }
-    while (p.state == PeerState::kConnected && !p.waiting.empty() &&
-           AvailableCredits(p) > 0 && p.sq_outstanding < attr_.tx_size) {
+    while (CanSend(p) && !p.waiting.empty() && AvailableCredits(p) > 0 &&
+           p.sq_outstanding < attr_.tx_size) {
       const uint32_t index = p.waiting.front();
       // A fenced send goes once everything before it to this peer is done.
       if (tx_ops_[index].fenced && p.in_flight > 0) break;

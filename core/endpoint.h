@@ -170,6 +170,10 @@ class Endpoint {
     wire::Name name;
     uint64_t av_index = kAnySource;  // Our AV's index for it, if any.
     PeerState state = PeerState::kIdle;
+    // The far QP can receive. The side that accepts a connection learns it
+    // from the first message the peer sends on it (the IB CM's ready-to-use);
+    // sending earlier would hit a QP still in INIT and wait an ack timeout.
+    bool ready = false;
     transport::QueuePair* qp = nullptr;
     transport::AddressHandle* ah = nullptr;  // For CM datagrams to it.
     uint32_t psn = 0;
@@ -317,8 +321,11 @@ class Endpoint {
   void OnCm(const uint8_t* bytes, size_t len);
   Status ConnectQp(Peer& peer, uint32_t remote_qpn, uint32_t remote_psn);
   StatusOr<transport::QueuePair*> NewRcQp();
-  void OnConnected(uint32_t peer);
+  void OnConnected(uint32_t peer, bool ready);
   void FailPeer(uint32_t peer, int err);
+  static bool CanSend(const Peer& p) {
+    return p.state == PeerState::kConnected && p.ready;
+  }
 
   transport::Device* device_;
   transport::ProtectionDomain* pd_;
