@@ -432,39 +432,16 @@ Status Endpoint::Send(const SendArgs& a) {
   if (p.state == PeerState::kFailed) {
     return Status(EHOSTUNREACH, "connection to that peer failed");
   }
-  if (tx_free_.empty()) {
-    ++stats_.eagain;
-    return TryAgain("all tx slots busy: read the CQ, then retry");
-  }
   const bool connected = CanSend(p);
   if (connected && (!p.waiting.empty() || AvailableCredits(p) == 0 ||
                     p.sq_outstanding >= attr_.tx_size)) {
     ++stats_.eagain;
     return TryAgain("no credit at that peer: read the CQ, then retry");
   }
-  // fi_inject (kInject without an explicit kCompletion through sendmsg) never
-  // writes an entry; otherwise an entry unless selective completion is on and
-  // kCompletion is absent.
-  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
-  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
-  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
-  // Every send holds a CQ slot until it completes, so its error (which is
-  // always reported) can never be lost; a silent success gives it back.
-  if (Status s = tx_cq_->Reserve(); !s.ok()) {
-    ++stats_.eagain;
-    return s;
-  }
-
-  const uint32_t index = tx_free_.back();
-  tx_free_.pop_back();
+  auto acquired = AcquireTx(a, len, peer);
+  if (!acquired.ok()) return acquired.status();
+  const uint32_t index = *acquired;
   TxOp& op = tx_ops_[index];
-  op = TxOp{};
-  op.used = true;
-  op.peer = peer;
-  op.context = a.context;
-  op.len = len;
-  op.wants_entry = wants_entry;
-  op.reserved = true;
   op.fenced = (a.flags & kFence) != 0;
   op.flags = kSend | (a.tagged ? kTagged : kMsg);
   op.level = a.flags & kCompletionLevels;
@@ -550,6 +527,37 @@ Status Endpoint::Send(const SendArgs& a) {
     }
   }
   return Status::Ok();
+}
+
+StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
+                                       uint32_t peer) {
+  if (tx_free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all tx slots busy: read the CQ, then retry");
+  }
+  // fi_inject (kInject without an explicit kCompletion through sendmsg) never
+  // writes an entry; otherwise an entry unless selective completion is on and
+  // kCompletion is absent.
+  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
+  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
+  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
+  // Every send holds a CQ slot until it completes, so its error (which is
+  // always reported) can never be lost; a silent success gives it back.
+  if (Status s = tx_cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+  const uint32_t index = tx_free_.back();
+  tx_free_.pop_back();
+  TxOp& op = tx_ops_[index];
+  op = TxOp{};
+  op.used = true;
+  op.peer = peer;
+  op.context = a.context;
+  op.len = len;
+  op.wants_entry = wants_entry;
+  op.reserved = true;
+  return index;
 }
 
 Status Endpoint::PostTx(uint32_t index) {
@@ -647,10 +655,6 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
   if (av_ == nullptr) return InvalidArgument("no address vector bound");
   auto name = av_->Lookup(a.dest);
   if (!name) return InvalidArgument("destination is not in the address vector");
-  if (tx_free_.empty()) {
-    ++stats_.eagain;
-    return TryAgain("all tx slots busy: read the CQ, then retry");
-  }
   tp::AddressHandle*& ah = dgram_ah_[a.dest];
   if (ah == nullptr) {
     tp::AhAttr attr;
@@ -666,23 +670,10 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
     }
     ah = *made;
   }
-  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
-  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
-  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
-  if (Status s = tx_cq_->Reserve(); !s.ok()) {
-    ++stats_.eagain;
-    return s;
-  }
-  const uint32_t index = tx_free_.back();
-  tx_free_.pop_back();
+  auto acquired = AcquireTx(a, len, internal::kNil);
+  if (!acquired.ok()) return acquired.status();
+  const uint32_t index = *acquired;
   TxOp& op = tx_ops_[index];
-  op = TxOp{};
-  op.used = true;
-  op.peer = internal::kNil;
-  op.context = a.context;
-  op.len = len;
-  op.wants_entry = wants_entry;
-  op.reserved = true;
   op.flags = kSend | kMsg;
   op.level = (a.flags & kInjectComplete) ? kInjectComplete : kTransmitComplete;
   // The first 40 bytes are the sender's prefix space; the datagram is the rest.

@@ -282,6 +282,9 @@ class Endpoint {
   StatusOr<uint32_t> PeerFor(uint64_t dest);
   uint32_t FindOrAddPeer(const wire::Name& name);
   uint64_t AvailableCredits(const Peer& peer) const;
+  // Takes a tx slot and a CQ reservation for a send of `len` bytes to
+  // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
+  StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
   Status PostTx(uint32_t op_index);
   void CompleteTx(uint32_t op_index, int err);
   void MaybeFinishTx(uint32_t op_index);
