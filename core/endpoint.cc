@@ -111,11 +111,11 @@ Status Endpoint::Init() {
   const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
   const int32_t send_cqe =
       static_cast<int32_t>(send_depth + attr_.peers_max + kCmBuffers + 64);
-  rx_bounce_count_ =
+  rx_bounce_max_ =
       std::min<uint32_t>(static_cast<uint32_t>(dev.max_srq_wr),
                          std::max<uint32_t>(attr_.credits, attr_.credits * 16));
   const int32_t recv_cqe = static_cast<int32_t>(
-      std::max(rx_bounce_count_, attr_.rx_size) + kCmBuffers + 64);
+      std::max(rx_bounce_max_, attr_.rx_size) + kCmBuffers + 64);
   auto scq = device_->CreateCq(send_cqe);
   if (!scq.ok()) return scq.status();
   send_cq_ = *scq;
@@ -202,7 +202,7 @@ Status Endpoint::InitDgram() {
 
 Status Endpoint::InitRdm() {
   tp::SrqAttr srq_attr;
-  srq_attr.max_wr = rx_bounce_count_;
+  srq_attr.max_wr = rx_bounce_max_;
   srq_attr.max_sge = 1;
   auto srq = pd_->CreateSrq(srq_attr);
   if (!srq.ok()) return srq.status();
@@ -214,7 +214,6 @@ Status Endpoint::InitRdm() {
   rx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
   tx_bounce_.assign(
       tx_slot_bytes_ * attr_.tx_size + wire::kHeaderBytes * kControlSlots, 0);
-  rx_bounce_.assign(rx_slot_bytes_ * rx_bounce_count_, 0);
   cm_buffers_.assign(kCmSlotBytes * kCmBuffers * 2, 0);
   credit_words_.assign(attr_.peers_max, 0);
   credit_sources_.assign(attr_.peers_max, 0);
@@ -226,11 +225,6 @@ Status Endpoint::InitRdm() {
     return Status::Ok();
   };
   if (Status s = reg(tx_bounce_.data(), tx_bounce_.size(), 0, &tx_mr_);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = reg(rx_bounce_.data(), rx_bounce_.size(),
-                     tp::kAccessLocalWrite, &rx_mr_);
       !s.ok()) {
     return s;
   }
@@ -249,9 +243,6 @@ Status Endpoint::InitRdm() {
                      &source_mr_);
       !s.ok()) {
     return s;
-  }
-  for (uint32_t i = 0; i < rx_bounce_count_; ++i) {
-    if (Status s = RepostBounce(i); !s.ok()) return s;
   }
 
   // The CM's UD QP.
@@ -293,9 +284,10 @@ Endpoint::~Endpoint() {
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
   for (tp::MemoryRegion* mr :
-       {tx_mr_, rx_mr_, cm_mr_, credit_mr_, source_mr_, dgram_mr_}) {
+       {tx_mr_, cm_mr_, credit_mr_, source_mr_, dgram_mr_}) {
     if (mr) (void)mr->Destroy();
   }
+  for (tp::MemoryRegion* mr : rx_chunk_mrs_) (void)mr->Destroy();
   if (send_cq_) (void)send_cq_->Destroy();
   if (recv_cq_) (void)recv_cq_->Destroy();
 }
@@ -1178,10 +1170,31 @@ Status Endpoint::Cancel(void* context) {
   return NotFound("no posted receive with that context");
 }
 
+Status Endpoint::AddBounceChunk() {
+  if (rx_bounce_count_ + attr_.credits > rx_bounce_max_) {
+    // The SRQ (and the receive CQ sized for it) is full: further peers share
+    // the buffers there are. Under heavy fan-in that can mean RNR NAKs, which
+    // the unlimited RNR retry turns into waiting, never into loss.
+    return Status::Ok();
+  }
+  const size_t bytes = static_cast<size_t>(attr_.credits) * rx_slot_bytes_;
+  std::unique_ptr<uint8_t[]> chunk(new uint8_t[bytes]);
+  auto mr = pd_->RegMr(chunk.get(), bytes, tp::kAccessLocalWrite);
+  if (!mr.ok()) return mr.status();
+  rx_chunks_.push_back(std::move(chunk));
+  rx_chunk_mrs_.push_back(*mr);
+  const uint32_t first = rx_bounce_count_;
+  rx_bounce_count_ += attr_.credits;
+  for (uint32_t i = first; i < rx_bounce_count_; ++i) {
+    if (Status s = RepostBounce(i); !s.ok()) return s;
+  }
+  return Status::Ok();
+}
+
 Status Endpoint::RepostBounce(uint32_t index) {
-  tp::Sge sge{reinterpret_cast<uint64_t>(rx_bounce_.data()) +
-                  static_cast<uint64_t>(index) * rx_slot_bytes_,
-              static_cast<uint32_t>(rx_slot_bytes_), rx_mr_->lkey()};
+  tp::Sge sge{reinterpret_cast<uint64_t>(BounceAt(index)),
+              static_cast<uint32_t>(rx_slot_bytes_),
+              rx_chunk_mrs_[index / attr_.credits]->lkey()};
   tp::RecvWr wr;
   wr.wr_id = WrId(kWrRxBounce, index);
   wr.sg_list = &sge;
@@ -1245,7 +1258,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   }
   const uint32_t peer = it->second;
   peers_[peer].ready = true;  // It sent on the connection: it can receive.
-  const uint8_t* buf = rx_bounce_.data() + index * rx_slot_bytes_;
+  const uint8_t* buf = BounceAt(index);
   wire::Header h;
   if (!wire::Decode(buf, wc.byte_len, &h) ||
       (h.op == wire::Op::kEager &&
@@ -1458,8 +1471,12 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     p.granted = m.credits;
     p.remote_credit_addr = m.credit_addr;
     p.remote_credit_rkey = m.credit_rkey;
-    (void)SendCm(peer, wire::CmType::kReply);
-    OnConnected(peer, /*ready=*/false);  // Until they send on it.
+    // Buffers first (OnConnected posts them), then the reply that lets the
+    // peer send. Not ready to send ourselves until they do.
+    OnConnected(peer, /*ready=*/false);
+    if (p.state == PeerState::kConnected) {
+      (void)SendCm(peer, wire::CmType::kReply);
+    }
   };
   if (m.type == wire::CmType::kRequest) {
     switch (p.state) {
@@ -1494,6 +1511,11 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
 }
 
 void Endpoint::OnConnected(uint32_t peer, bool ready) {
+  // The credits this connection grants are backed by buffers of their own.
+  if (!AddBounceChunk().ok()) {
+    FailPeer(peer, ENOMEM);
+    return;
+  }
   Peer& p = peers_[peer];
   p.state = PeerState::kConnected;
   p.ready = ready;

@@ -311,6 +311,12 @@ class Endpoint {
   void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
                   size_t olen);
   Status RepostBounce(uint32_t index);
+  uint8_t* BounceAt(uint32_t index) const {
+    return rx_chunks_[index / attr_.credits].get() +
+           static_cast<size_t>(index % attr_.credits) * rx_slot_bytes_;
+  }
+  // Posts one more chunk of bounce buffers, if the SRQ has room for it.
+  Status AddBounceChunk();
   void ReturnCredit(uint32_t peer);
   // A buffered unexpected message was taken (matched, claimed, discarded).
   void ReleaseUnexpected(uint32_t index);
@@ -352,12 +358,15 @@ class Endpoint {
   // Registered memory: tx bounce slots, rx bounce buffers, CM buffers, credit
   // words (written by peers) and credit sources (what we write to them).
   std::vector<uint8_t> tx_bounce_;
-  std::vector<uint8_t> rx_bounce_;
+  // Receive bounce buffers, a chunk of `credits` of them per connected peer
+  // (up to rx_bounce_max_), so an idle endpoint holds none.
+  std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;
+  std::vector<transport::MemoryRegion*> rx_chunk_mrs_;
+  uint32_t rx_bounce_max_ = 0;
   std::vector<uint8_t> cm_buffers_;
   std::vector<uint64_t> credit_words_;
   std::vector<uint64_t> credit_sources_;
   transport::MemoryRegion* tx_mr_ = nullptr;
-  transport::MemoryRegion* rx_mr_ = nullptr;
   transport::MemoryRegion* cm_mr_ = nullptr;
   transport::MemoryRegion* credit_mr_ = nullptr;
   transport::MemoryRegion* source_mr_ = nullptr;
