@@ -52,6 +52,32 @@ size_t ScatterInto(const struct iovec* iov, size_t count, size_t offset,
   return copied;
 }
 
+// Posts one receive of `len` bytes at `addr` (registered under `lkey`) to a
+// QP or an SRQ; both take the same work request.
+template <typename Queue>
+Status PostOneRecv(Queue* queue, uint64_t wr_id, const void* addr, size_t len,
+                   uint32_t lkey) {
+  tp::Sge sge{reinterpret_cast<uint64_t>(addr), static_cast<uint32_t>(len),
+              lkey};
+  tp::RecvWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const tp::RecvWr* bad = nullptr;
+  return queue->PostRecv(&wr, &bad);
+}
+
+// The address of an endpoint named `name`, as a RoCE path needs it (GRH).
+tp::AhAttr AhAttrFor(const wire::Name& name) {
+  tp::AhAttr ah;
+  ah.is_global = 1;
+  std::memcpy(ah.grh.dgid.raw, name.gid, 16);
+  ah.grh.hop_limit = 64;
+  ah.dlid = name.lid;
+  ah.port_num = kPort;
+  return ah;
+}
+
 // The error entry for an operation whose success entry would have been `e`.
 CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
   CqErrEntry x;
@@ -187,15 +213,12 @@ Status Endpoint::InitDgram() {
   if (!qp.ok()) return qp.status();
   cm_qp_ = *qp;
   for (uint32_t i = 0; i < attr_.rx_size; ++i) {
-    tp::Sge sge{reinterpret_cast<uint64_t>(dgram_rx_.data()) +
-                    uint64_t{i} * dgram_slot_bytes_,
-                static_cast<uint32_t>(dgram_slot_bytes_), dgram_mr_->lkey()};
-    tp::RecvWr wr;
-    wr.wr_id = WrId(kWrDgramRecv, i);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    const tp::RecvWr* bad = nullptr;
-    if (Status s = cm_qp_->PostRecv(&wr, &bad); !s.ok()) return s;
+    if (Status s = PostOneRecv(cm_qp_, WrId(kWrDgramRecv, i),
+                               dgram_rx_.data() + i * dgram_slot_bytes_,
+                               dgram_slot_bytes_, dgram_mr_->lkey());
+        !s.ok()) {
+      return s;
+    }
   }
   return Status::Ok();
 }
@@ -250,17 +273,13 @@ Status Endpoint::InitRdm() {
   if (!qp.ok()) return qp.status();
   cm_qp_ = *qp;
   for (uint32_t i = 0; i < kCmBuffers; ++i) {
-    tp::Sge sge{
-        reinterpret_cast<uint64_t>(cm_buffers_.data()) + i * kCmSlotBytes,
-        static_cast<uint32_t>(kCmSlotBytes), cm_mr_->lkey()};
-    tp::RecvWr wr;
-    wr.wr_id = WrId(kWrCmRecv, i);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    const tp::RecvWr* bad = nullptr;
-    if (Status s = cm_qp_->PostRecv(&wr, &bad); !s.ok()) return s;
+    if (Status s = PostOneRecv(cm_qp_, WrId(kWrCmRecv, i),
+                               cm_buffers_.data() + i * kCmSlotBytes,
+                               kCmSlotBytes, cm_mr_->lkey());
+        !s.ok()) {
+      return s;
+    }
   }
-
   return Status::Ok();
 }
 
@@ -649,13 +668,7 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
   if (!name) return InvalidArgument("destination is not in the address vector");
   tp::AddressHandle*& ah = dgram_ah_[a.dest];
   if (ah == nullptr) {
-    tp::AhAttr attr;
-    attr.is_global = 1;
-    std::memcpy(attr.grh.dgid.raw, name->gid, 16);
-    attr.grh.hop_limit = 64;
-    attr.dlid = name->lid;
-    attr.port_num = kPort;
-    auto made = pd_->CreateAh(attr);
+    auto made = pd_->CreateAh(AhAttrFor(*name));
     if (!made.ok()) {
       dgram_ah_.erase(a.dest);
       return made.status();
@@ -731,14 +744,8 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
       ++stats_.dgram_dropped;  // Unreliable: no receive, no datagram.
     }
   }
-  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
-              static_cast<uint32_t>(dgram_slot_bytes_), dgram_mr_->lkey()};
-  tp::RecvWr wr;
-  wr.wr_id = wc.wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const tp::RecvWr* bad = nullptr;
-  (void)cm_qp_->PostRecv(&wr, &bad);
+  (void)PostOneRecv(cm_qp_, wc.wr_id, buf, dgram_slot_bytes_,
+                    dgram_mr_->lkey());
 }
 
 // ------------------------------------------------------------------- receive
@@ -1192,15 +1199,9 @@ Status Endpoint::AddBounceChunk() {
 }
 
 Status Endpoint::RepostBounce(uint32_t index) {
-  tp::Sge sge{reinterpret_cast<uint64_t>(BounceAt(index)),
-              static_cast<uint32_t>(rx_slot_bytes_),
-              rx_chunk_mrs_[index / attr_.credits]->lkey()};
-  tp::RecvWr wr;
-  wr.wr_id = WrId(kWrRxBounce, index);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const tp::RecvWr* bad = nullptr;
-  return srq_->PostRecv(&wr, &bad);
+  return PostOneRecv(srq_, WrId(kWrRxBounce, index), BounceAt(index),
+                     rx_slot_bytes_,
+                     rx_chunk_mrs_[index / attr_.credits]->lkey());
 }
 
 void Endpoint::ReturnCredit(uint32_t peer) {
@@ -1360,11 +1361,7 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
   a.rq_psn = remote_psn;
   a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = kMinRnrTimer;
-  a.ah_attr.is_global = 1;
-  std::memcpy(a.ah_attr.grh.dgid.raw, p.name.gid, 16);
-  a.ah_attr.grh.hop_limit = 64;
-  a.ah_attr.dlid = p.name.lid;
-  a.ah_attr.port_num = kPort;
+  a.ah_attr = AhAttrFor(p.name);
   if (Status s = p.qp->Modify(
           a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu | tp::kQpDestQpn |
                  tp::kQpRqPsn | tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
@@ -1406,13 +1403,7 @@ Status Endpoint::StartConnect(uint32_t peer) {
 Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   Peer& p = peers_[peer];
   if (p.ah == nullptr) {
-    tp::AhAttr ah;
-    ah.is_global = 1;
-    std::memcpy(ah.grh.dgid.raw, p.name.gid, 16);
-    ah.grh.hop_limit = 64;
-    ah.dlid = p.name.lid;
-    ah.port_num = kPort;
-    auto made = pd_->CreateAh(ah);
+    auto made = pd_->CreateAh(AhAttrFor(p.name));
     if (!made.ok()) return made.status();
     p.ah = *made;
   }
@@ -1557,14 +1548,8 @@ void Endpoint::Progress() {
         OnCm(buf + kGrhBytes, wc[0].byte_len - kGrhBytes);
       }
       if (wc[0].status != tp::WcStatus::kWrFlushErr) {
-        tp::Sge sge{reinterpret_cast<uint64_t>(buf),
-                    static_cast<uint32_t>(kCmSlotBytes), cm_mr_->lkey()};
-        tp::RecvWr wr;
-        wr.wr_id = wc[0].wr_id;
-        wr.sg_list = &sge;
-        wr.num_sge = 1;
-        const tp::RecvWr* bad = nullptr;
-        (void)cm_qp_->PostRecv(&wr, &bad);
+        (void)PostOneRecv(cm_qp_, wc[0].wr_id, buf, kCmSlotBytes,
+                          cm_mr_->lkey());
       }
     }
   }
