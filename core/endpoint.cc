@@ -129,6 +129,15 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
 }
 
 Status Endpoint::Init() {
+  RxContext::Attr rx_attr;
+  rx_attr.size = attr_.rx_size;
+  rx_attr.caps = attr_.caps;
+  rx_attr.buffered = attr_.buffered;
+  rx_attr.buffered_limit = attr_.eager_max;
+  auto rx = RxContext::Create(rx_attr);
+  if (!rx.ok()) return rx.status();
+  own_rx_ = std::move(*rx);
+  rx_ = own_rx_.get();
   if (Status s = device_->QueryPort(kPort, &port_); !s.ok()) return s;
   if (Status s = device_->QueryGid(kPort, 0, &gid_); !s.ok()) return s;
   tp::DeviceAttr dev{};
@@ -158,8 +167,6 @@ Status Endpoint::Init() {
   name_.qkey = kQkey;
   tx_ops_.resize(attr_.tx_size);
   for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
-  rx_ops_.resize(attr_.rx_size);
-  for (uint32_t i = attr_.rx_size; i-- > 0;) rx_free_.push_back(i);
   peers_.reserve(attr_.peers_max);
   return Status::Ok();
 }
@@ -284,6 +291,24 @@ Status Endpoint::InitRdm() {
 }
 
 Endpoint::~Endpoint() {
+  if (enabled_) {
+    auto& eps = rx_->endpoints_;
+    eps.erase(std::find(eps.begin(), eps.end(), this));
+  }
+  if (rx_ != own_rx_.get()) {
+    // A shared context outlives us: take back what refers to this endpoint.
+    for (uint32_t i = 0; i < rx_->unexpected_.size(); ++i) {
+      Unexpected& un = rx_->unexpected_[i];
+      if (!un.used || un.ep != this) continue;
+      rx_->matchers_[(un.header.flags & wire::kTagged) != 0].RemoveUnexpected(
+          un.handle);
+      un.credit_held = true;  // Its count goes with the peer.
+      ReleaseUnexpected(i);
+    }
+    for (uint32_t ri = 0; ri < reads_.size(); ++ri) {
+      if (reads_[ri].used) OnReadDone(ri, false);
+    }
+  }
   // QPs first (they reference the SRQ and CQs), then the rest. Failures are
   // ignored: the device releases everything with the fabric anyway.
   for (Peer& p : peers_) {
@@ -345,12 +370,69 @@ Status Endpoint::Enable() {
   if (attr_.type == EndpointType::kRdm && av_ == nullptr) {
     return InvalidArgument("an RDM endpoint needs a bound address vector");
   }
+  if (rx_->shared_) {
+    if (rx_->cq_ != nullptr &&
+        (rx_->cq_ != rx_cq_ || rx_->selective_ != rx_selective_)) {
+      return InvalidArgument(
+          "endpoints sharing a receive context must bind the same receive CQ "
+          "(with the same selective-completion setting)");
+    }
+    if (rx_->av_ != nullptr && av_ != nullptr && rx_->av_ != av_) {
+      return InvalidArgument(
+          "endpoints sharing a receive context must bind the same AV");
+    }
+    if (rx_->attr_.buffered_limit > attr_.eager_max) {
+      return InvalidArgument(
+          "the shared context's FI_OPT_BUFFERED_LIMIT exceeds this endpoint's "
+          "eager size");
+    }
+  }
+  rx_->cq_ = rx_cq_;
+  rx_->selective_ = rx_selective_;
+  if (rx_->av_ == nullptr) rx_->av_ = av_;
+  rx_->endpoints_.push_back(this);
   enabled_ = true;
   return Status::Ok();
 }
 
 Status Endpoint::SetMinMultiRecv(size_t bytes) {
-  min_multi_recv_ = bytes;
+  return rx_->SetMinMultiRecv(bytes);
+}
+
+Status Endpoint::BindRx(RxContext* rx) {
+  if (enabled_) return InvalidArgument("endpoint already enabled");
+  if (rx == nullptr || !rx->shared_) {
+    return InvalidArgument("not a shared receive context");
+  }
+  if (attr_.type == EndpointType::kDgram) {
+    return NotSupported("DGRAM endpoints cannot share a receive context");
+  }
+  if (rx->attr_.buffered != rx_->attr_.buffered) {
+    return InvalidArgument(
+        "the endpoint and the shared context disagree on FI_BUFFERED_RECV");
+  }
+  rx_ = rx;
+  return Status::Ok();
+}
+
+Status Endpoint::SetBufferedLimit(size_t bytes) {
+  if (enabled_) {
+    return Status(kErrOpBadState, "set FI_OPT_BUFFERED_LIMIT before enabling");
+  }
+  if (bytes > attr_.eager_max) {
+    return InvalidArgument("FI_OPT_BUFFERED_LIMIT exceeds the eager size");
+  }
+  return rx_->SetBufferedLimit(bytes);
+}
+
+Status Endpoint::SetBufferedMin(size_t bytes) {
+  if (enabled_) {
+    return Status(kErrOpBadState, "set FI_OPT_BUFFERED_MIN before enabling");
+  }
+  if (bytes > attr_.eager_max) {
+    return InvalidArgument("FI_OPT_BUFFERED_MIN exceeds the eager size");
+  }
+  buffered_min_ = bytes;
   return Status::Ok();
 }
 
@@ -509,6 +591,10 @@ Status Endpoint::Send(const SendArgs& a) {
     h.aux = at;
     h.rkey = mr->rkey();
     wire::Encode(h, slot);
+    // The first FI_OPT_BUFFERED_MIN bytes travel with the request, for a
+    // buffered receiver to look at before it claims the rest.
+    op.prefix = std::min<size_t>(buffered_min_, len);
+    std::memcpy(slot + wire::kHeaderBytes, src, op.prefix);
   } else {
     wire::Encode(h, slot);
     size_t off = wire::kHeaderBytes;
@@ -574,7 +660,7 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
 Status Endpoint::PostTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
   Peer& p = peers_[op.peer];
-  const size_t payload = op.rendezvous ? 0 : op.len;
+  const size_t payload = op.rendezvous ? op.prefix : op.len;
   tp::Sge sge{
       reinterpret_cast<uint64_t>(tx_bounce_.data()) + index * tx_slot_bytes_,
       static_cast<uint32_t>(wire::kHeaderBytes + payload), tx_mr_->lkey()};
@@ -725,11 +811,11 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
     std::optional<uint64_t> from;
     if (av_ != nullptr) from = av_->FindByLidQpn(wc.slid, wc.src_qp);
     const uint64_t source = from ? *from : (uint64_t{1} << 62);
-    TagMatcher& m = matchers_[0];
+    TagMatcher& m = rx_->matchers_[0];
     if (auto r = m.FindReceive(0, source)) {
-      const uint32_t rx = rx_of_handle_[0][r->index];
+      const uint32_t rx = rx_->of_handle_[0][r->index];
       m.RemoveReceive(*r);
-      RxOp& op = rx_ops_[rx];
+      RxOp& op = rx_->ops_[rx];
       op.handle = ReceiveHandle{};
       // The buffer gets the GRH prefix and then the data (FI_MSG_PREFIX).
       const size_t n = ScatterInto(op.iov, op.iov_count, 0, buf, wc.byte_len);
@@ -764,7 +850,8 @@ Status Endpoint::CheckRecv(const RecvArgs& a) const {
       (a.iov_count != 1 || (a.flags & (kPeek | kClaim | kDiscard)))) {
     return InvalidArgument("FI_MULTI_RECV takes exactly one buffer");
   }
-  if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim))) {
+  const bool buffered = rx_->attr_.buffered;
+  if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim)) && !buffered) {
     return InvalidArgument("FI_DISCARD goes with FI_PEEK or FI_CLAIM");
   }
   if (attr_.type == EndpointType::kDgram &&
@@ -774,36 +861,33 @@ Status Endpoint::CheckRecv(const RecvArgs& a) const {
                ? NotSupported("DGRAM endpoints take plain fi_msg receives")
                : InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
   }
-  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged) {
-    return NotSupported(
-        "FI_PEEK/FI_CLAIM/FI_DISCARD on untagged receives need buffered "
-        "receives (not implemented yet)");
+  if (buffered && (a.flags & kMultiRecv)) {
+    return InvalidArgument("FI_MULTI_RECV does not apply to buffered receives");
   }
-  if (a.src != kAnySource && (attr_.caps & kDirectedRecv) &&
-      (av_ == nullptr || !av_->Lookup(a.src))) {
+  if (buffered && !a.tagged && !(a.flags & (kPeek | kClaim | kDiscard))) {
+    return InvalidArgument(
+        "an FI_BUFFERED_RECV endpoint reports messages without receives: post "
+        "FI_CLAIM or FI_DISCARD with the entry's fi_recv_context");
+  }
+  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged && !buffered) {
+    return NotSupported(
+        "FI_PEEK/FI_CLAIM/FI_DISCARD on untagged receives need "
+        "FI_BUFFERED_RECV");
+  }
+  if ((a.flags & kPeek) && !a.tagged) {
+    return NotSupported("FI_PEEK is a tagged operation (fi_tagged(3))");
+  }
+  if (a.src != kAnySource && (rx_->attr_.caps & kDirectedRecv) &&
+      (rx_->av_ == nullptr || !rx_->av_->Lookup(a.src))) {
     return InvalidArgument("source address is not in the address vector");
   }
   return Status::Ok();
 }
 
-Status Endpoint::Recv(const RecvArgs& a) {
-  if (Status s = CheckRecv(a); !s.ok()) return s;
-  if (a.flags & (kPeek | kClaim)) return HandlePeekClaimDiscard(a);
-  if (rx_free_.empty()) {
-    ++stats_.eagain;
-    return TryAgain("all receive slots are posted");
-  }
-  const bool wants_entry =
-      !rx_selective_ || (a.flags & kCompletion) || (a.flags & kMultiRecv);
-  // Like sends, every receive holds a CQ slot for its final entry (an error
-  // or a cancel is always reported).
-  if (Status s = rx_cq_->Reserve(); !s.ok()) {
-    ++stats_.eagain;
-    return s;
-  }
-  const uint32_t index = rx_free_.back();
-  rx_free_.pop_back();
-  RxOp& r = rx_ops_[index];
+uint32_t Endpoint::NewRxOp(const RecvArgs& a, bool wants_entry) {
+  const uint32_t index = rx_->free_.back();
+  rx_->free_.pop_back();
+  RxOp& r = rx_->ops_[index];
   r = RxOp{};
   r.used = true;
   r.context = a.context;
@@ -814,37 +898,66 @@ Status Endpoint::Recv(const RecvArgs& a) {
   r.tagged = a.tagged;
   r.wants_entry = wants_entry;
   if (a.desc) std::copy(a.desc, a.desc + a.iov_count, r.desc);
+  return index;
+}
 
-  const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
+Status Endpoint::Recv(const RecvArgs& a) {
+  if (Status s = CheckRecv(a); !s.ok()) return s;
+  if (a.flags & (kPeek | kClaim | kDiscard)) return HandlePeekClaimDiscard(a);
+  if (rx_->free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all receive slots are posted");
+  }
+  const bool wants_entry = !rx_->selective_ || (a.flags & kCompletion) ||
+                           (a.flags & kMultiRecv) || rx_->attr_.buffered;
+  // Like sends, every receive holds a CQ slot for its final entry (an error
+  // or a cancel is always reported).
+  if (Status s = rx_->cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+  const uint32_t index = NewRxOp(a, wants_entry);
+  RxOp& r = rx_->ops_[index];
+  // Buffered mode: a tagged receive posts a tag, not a buffer.
+  r.tag_only = rx_->attr_.buffered;
+
+  const uint64_t source =
+      (rx_->attr_.caps & kDirectedRecv) ? a.src : kAnySource;
   const uint64_t tag = a.tagged ? a.tag : 0;
   const uint64_t ignore = a.tagged ? a.ignore : 0;
-  TagMatcher& m = matchers_[a.tagged];
+  TagMatcher& m = rx_->matchers_[a.tagged];
   // Messages that arrived first are taken oldest first; a multi-recv buffer
   // keeps taking them while it has room.
-  while (rx_cq_->HasRoom()) {
+  while (rx_->cq_->HasRoom()) {
     auto u = m.FindUnexpected(tag, ignore, source);
     if (!u) break;
     const uint32_t ui = static_cast<uint32_t>(m.message(*u).cookie);
-    Unexpected& un = unexpected_[ui];
+    Unexpected& un = rx_->unexpected_[ui];
+    Endpoint* owner = un.ep;  // The endpoint it arrived at.
+    if (r.tag_only) {
+      owner->ReportBuffered(ui, index);
+      return Status::Ok();
+    }
     m.RemoveUnexpected(*u);
     const bool multi = r.flags & kMultiRecv;
     if (un.header.op == wire::Op::kRendezvous) {
-      StartRead(index, un.peer, un.header, 0);
+      owner->StartRead(index, un.peer, un.header, 0);
     } else {
-      Deliver(index, un.peer, un.header, un.payload.data(), un.payload.size());
+      owner->Deliver(index, un.peer, un.header, un.payload.data(),
+                     un.payload.size());
       if (un.header.flags & wire::kAckMatch) {
-        SendAck(un.peer, un.header.msg_id);
+        owner->SendAck(un.peer, un.header.msg_id);
       }
     }
     ReleaseUnexpected(ui);
-    if (!multi || !rx_ops_[index].used || rx_ops_[index].released) {
+    if (!multi || !rx_->ops_[index].used || rx_->ops_[index].released) {
       return Status::Ok();
     }
   }
   const ReceiveHandle h =
       m.AddReceive({tag, ignore, source, reinterpret_cast<uint64_t>(a.context),
                     (a.flags & kMultiRecv) != 0});
-  std::vector<uint32_t>& map = rx_of_handle_[a.tagged];
+  std::vector<uint32_t>& map = rx_->of_handle_[a.tagged];
   if (map.size() <= h.index) map.resize(h.index + 1);
   map[h.index] = index;
   r.handle = h;
@@ -865,12 +978,12 @@ CqEntry Endpoint::RecvEntry(const RxOp& r, uint32_t peer,
 }
 
 bool Endpoint::ConsumeMulti(uint32_t rx_index, size_t bytes) {
-  RxOp& r = rx_ops_[rx_index];
+  RxOp& r = rx_->ops_[rx_index];
   r.consumed += bytes;
-  if (r.released || r.len - r.consumed >= min_multi_recv_) return false;
+  if (r.released || r.len - r.consumed >= rx_->min_multi_recv_) return false;
   // Released: out of matching (if it was queued).
   if (r.handle.index != internal::kNil) {
-    matchers_[r.tagged].RemoveReceive(r.handle);
+    rx_->matchers_[r.tagged].RemoveReceive(r.handle);
     r.handle = ReceiveHandle{};
   }
   r.released = true;
@@ -879,7 +992,7 @@ bool Endpoint::ConsumeMulti(uint32_t rx_index, size_t bytes) {
 
 void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
                           size_t olen) {
-  RxOp& r = rx_ops_[rx_index];
+  RxOp& r = rx_->ops_[rx_index];
   CqEntry e = entry;
   bool last = true;
   if (r.flags & kMultiRecv) {
@@ -893,21 +1006,21 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     }
   }
   if (err == 0 && !r.wants_entry) {
-    if (last) rx_cq_->Unreserve();
+    if (last) rx_->cq_->Unreserve();
   } else if (err == 0) {
-    rx_cq_->Push(e, /*reserved=*/last);
+    rx_->cq_->Push(e, /*reserved=*/last);
   } else {
-    rx_cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
+    rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
   }
   if (last) {
     r = RxOp{};
-    rx_free_.push_back(rx_index);
+    rx_->free_.push_back(rx_index);
   }
 }
 
 void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
                        const uint8_t* payload, size_t payload_len) {
-  RxOp& r = rx_ops_[rx_index];
+  RxOp& r = rx_->ops_[rx_index];
   CqEntry e = RecvEntry(r, peer, h);
   size_t n;
   if (r.flags & kMultiRecv) {
@@ -926,7 +1039,7 @@ void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
 
 void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
                          const wire::Header& h, uint64_t cq_flags) {
-  RxOp& r = rx_ops_[rx_index];
+  RxOp& r = rx_->ops_[rx_index];
   uint32_t ri;
   if (!reads_free_.empty()) {
     ri = reads_free_.back();
@@ -964,7 +1077,7 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
 
 Status Endpoint::PostRead(uint32_t ri) {
   Read& rd = reads_[ri];
-  RxOp& r = rx_ops_[rd.rx];
+  RxOp& r = rx_->ops_[rd.rx];
   Peer& p = peers_[rd.peer];
   if (p.state != PeerState::kConnected) {
     return Status(EIO, "connection to the sender is gone");
@@ -1014,7 +1127,7 @@ Status Endpoint::PostRead(uint32_t ri) {
 
 void Endpoint::OnReadDone(uint32_t ri, bool ok) {
   Read& rd = reads_[ri];
-  RxOp& r = rx_ops_[rd.rx];
+  RxOp& r = rx_->ops_[rd.rx];
   --r.reads_pending;
   CqEntry e = RecvEntry(r, rd.peer, rd.header);
   e.flags |= rd.cq_flags;
@@ -1034,105 +1147,116 @@ void Endpoint::OnReadDone(uint32_t ri, bool ok) {
 }
 
 Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
-  TagMatcher& m = matchers_[1];
-  const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
+  TagMatcher& m = rx_->matchers_[a.tagged];
+  const uint64_t source =
+      (rx_->attr_.caps & kDirectedRecv) ? a.src : kAnySource;
   const uint64_t ctx = reinterpret_cast<uint64_t>(a.context);
   const bool peek = a.flags & kPeek;
-  const bool claim = a.flags & kClaim;
   const bool discard = a.flags & kDiscard;
-  Progress();  // Look at what has arrived by now.
+  rx_->ProgressAll();  // Look at what has arrived by now.
   std::optional<MessageHandle> found;
   if (peek) {
     found = m.FindUnexpected(a.tag, a.ignore, source);
   } else {
     found = m.FindClaimed(ctx);
     if (!found) {
-      return InvalidArgument("no message was claimed with this context");
+      return InvalidArgument(
+          "no message is claimed with this context (claimed or discarded "
+          "already, or the wrong fi_recv_context)");
     }
   }
+  const uint32_t ui =
+      found ? static_cast<uint32_t>(m.message(*found).cookie) : 0;
+  Unexpected* un = found ? &rx_->unexpected_[ui] : nullptr;
+  const bool buffered_msg = un && un->recv_context != internal::kNil;
+  if (buffered_msg && discard && !peek) {
+    // fi_msg(3): a buffered message the application is done with. Freed; its
+    // sender learns it was consumed. No entry.
+    Endpoint* owner = un->ep;
+    if (un->header.op == wire::Op::kRendezvous) {
+      owner->SendAck(un->peer, un->header.msg_id, wire::Op::kReadDone);
+    }
+    m.RemoveUnexpected(*found);
+    ReleaseUnexpected(ui);
+    return Status::Ok();
+  }
   const bool read_into_buffer =
-      found && !peek && !discard &&
-      unexpected_[m.message(*found).cookie].header.op == wire::Op::kRendezvous;
-  if (read_into_buffer && rx_free_.empty()) {
+      found && !peek && !discard && un->header.op == wire::Op::kRendezvous;
+  if (read_into_buffer && rx_->free_.empty()) {
     ++stats_.eagain;
     return TryAgain("all receive slots are posted");
   }
-  if (Status s = rx_cq_->Reserve(); !s.ok()) {
+  if (Status s = rx_->cq_->Reserve(); !s.ok()) {
     ++stats_.eagain;
     return s;
   }
   const uint64_t op_flags = a.flags & (kPeek | kClaim | kDiscard);
+  const uint64_t kind = a.tagged ? kTagged : kMsg;
   if (!found) {
     // fi_tagged(3): a peek that finds nothing completes with FI_ENOMSG.
     CqErrEntry e;
     e.op_context = a.context;
-    e.flags = kRecv | kTagged | op_flags;
+    e.flags = kRecv | kind | op_flags;
     e.err = kErrNoMessage;
     e.tag = a.tag;
-    rx_cq_->PushError(e, /*reserved=*/true);
+    rx_->cq_->PushError(e, /*reserved=*/true);
     return Status::Ok();
   }
-  const uint32_t ui = static_cast<uint32_t>(m.message(*found).cookie);
-  Unexpected& un = unexpected_[ui];
-  const bool rendezvous = un.header.op == wire::Op::kRendezvous;
+  // A claimed buffered message completes with the context the application
+  // left in its fi_recv_context.
+  void* entry_context =
+      buffered_msg ? rx_->recv_contexts_[un->recv_context].context : a.context;
+  Endpoint* owner = un->ep;
+  const uint32_t peer = un->peer;
+  const wire::Header h = un->header;
+  const bool rendezvous = h.op == wire::Op::kRendezvous;
   const bool take = discard || !peek;
-  if (peek && claim && !discard) m.Claim(*found, ctx);
+  if (peek && (a.flags & kClaim) && !discard) m.Claim(*found, ctx);
   if (read_into_buffer) {
     // FI_CLAIM of a rendezvous message: READ it into the claiming buffer; the
     // entry (with FI_CLAIM) comes when the READ is done.
-    const uint32_t index = rx_free_.back();
-    rx_free_.pop_back();
-    RxOp& r = rx_ops_[index];
-    r = RxOp{};
-    r.used = true;
-    r.context = a.context;
-    r.iov_count = a.iov_count;
-    std::copy(a.iov, a.iov + a.iov_count, r.iov);
-    r.len = IovBytes(a.iov, a.iov_count);
-    r.tagged = true;
-    r.wants_entry = true;
-    if (a.desc) std::copy(a.desc, a.desc + a.iov_count, r.desc);
-    const uint32_t peer = un.peer;
-    const wire::Header h = un.header;
+    const uint32_t index = NewRxOp(a, /*wants_entry=*/true);
+    rx_->ops_[index].context = entry_context;
+    rx_->ops_[index].flags = 0;
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
-    StartRead(index, peer, h, kClaim);
+    owner->StartRead(index, peer, h, kClaim);
     return Status::Ok();
   }
   CqEntry e;
-  e.op_context = a.context;
-  e.flags = kRecv | kTagged | op_flags |
-            ((un.header.flags & wire::kHasData) ? kRemoteCqData : 0);
-  e.len = un.header.length;
-  e.data = un.header.data;
-  e.tag = un.header.tag;
-  const uint64_t src = SourceOf(un.peer);
+  e.op_context = entry_context;
+  e.flags = kRecv | kind | op_flags |
+            ((h.flags & wire::kHasData) ? kRemoteCqData : 0);
+  e.len = h.length;
+  e.data = h.data;
+  e.tag = h.tag;
+  const uint64_t src = owner->SourceOf(peer);
   e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
   int err = 0;
   size_t olen = 0;
   if (!discard && !rendezvous && a.iov_count > 0) {
     // Peek and claim hand over eager data when a buffer is given (a peek of a
     // rendezvous message reports its length only: buf stays NULL).
-    const size_t n = ScatterInto(a.iov, a.iov_count, 0, un.payload.data(),
-                                 un.payload.size());
+    const size_t n = ScatterInto(a.iov, a.iov_count, 0, un->payload.data(),
+                                 un->payload.size());
     e.buf = a.iov[0].iov_base;
-    if (!peek && n < un.payload.size()) {
+    if (!peek && n < un->payload.size()) {
       err = kErrTruncated;
-      olen = un.payload.size() - n;
+      olen = un->payload.size() - n;
       e.len = n;
     }
   }
   if (err == 0) {
-    rx_cq_->Push(e, /*reserved=*/true);
+    rx_->cq_->Push(e, /*reserved=*/true);
   } else {
-    rx_cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/true);
+    rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/true);
   }
   if (take) {
     if (rendezvous) {
       // Discarded: the sender may release its buffer and complete.
-      SendAck(un.peer, un.header.msg_id, wire::Op::kReadDone);
-    } else if (un.header.flags & wire::kAckMatch) {
-      SendAck(un.peer, un.header.msg_id);
+      owner->SendAck(peer, h.msg_id, wire::Op::kReadDone);
+    } else if ((h.flags & wire::kAckMatch) && !buffered_msg) {
+      owner->SendAck(peer, h.msg_id);
     }
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
@@ -1141,31 +1265,84 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
 }
 
 void Endpoint::ReleaseUnexpected(uint32_t index) {
-  Unexpected& un = unexpected_[index];
+  Unexpected& un = rx_->unexpected_[index];
+  Endpoint* owner = un.ep;
   if (un.credit_held) {
-    ReturnCredit(un.peer);
+    owner->ReturnCredit(un.peer);
   } else {
-    --peers_[un.peer].unexpected_buffered;
+    --owner->peers_[un.peer].unexpected_buffered;
+  }
+  if (un.recv_context != internal::kNil) {
+    rx_->recv_contexts_free_.push_back(un.recv_context);
+    un.recv_context = internal::kNil;
   }
   un.used = false;
+  un.ep = nullptr;
   un.payload.clear();
-  unexpected_free_.push_back(index);
+  rx_->unexpected_free_.push_back(index);
+}
+
+void Endpoint::ReportBuffered(uint32_t ui, uint32_t rx_index) {
+  Unexpected& un = rx_->unexpected_[ui];
+  const wire::Header& h = un.header;
+  const bool tagged = h.flags & wire::kTagged;
+  uint32_t slot;
+  if (!rx_->recv_contexts_free_.empty()) {
+    slot = rx_->recv_contexts_free_.back();
+    rx_->recv_contexts_free_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(rx_->recv_contexts_.size());
+    rx_->recv_contexts_.emplace_back();
+  }
+  RecvContext& rc = rx_->recv_contexts_[slot];
+  // fi_msg(3): untagged, ep is the receiving endpoint (or shared context) and
+  // context NULL; fi_tagged(3): ep NULL and context the posted tag's.
+  rc.ep = rx_index == internal::kNil ? rx_->user_handle_ : nullptr;
+  rc.context =
+      rx_index == internal::kNil ? nullptr : rx_->ops_[rx_index].context;
+  un.recv_context = slot;
+  rx_->matchers_[tagged].Claim(un.handle, reinterpret_cast<uint64_t>(&rc));
+  CqEntry e;
+  e.op_context = &rc;
+  e.flags = kRecv | (tagged ? kTagged : kMsg) |
+            ((h.flags & wire::kHasData) ? kRemoteCqData : 0);
+  // The whole message is here when it came eagerly within the limit;
+  // otherwise FI_MORE, with the start of it (at least the sender's
+  // FI_OPT_BUFFERED_MIN bytes) and the full length.
+  if (h.op != wire::Op::kEager || h.length > rx_->attr_.buffered_limit) {
+    e.flags |= kMore;
+  }
+  e.buf = un.payload.empty() ? nullptr : un.payload.data();
+  e.len = h.length;
+  e.data = h.data;
+  e.tag = h.tag;
+  const uint64_t src = SourceOf(un.peer);
+  e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
+  if (rx_index != internal::kNil) {
+    rx_->cq_->Push(e, /*reserved=*/true);
+    rx_->ops_[rx_index] = RxOp{};
+    rx_->free_.push_back(rx_index);
+  } else {
+    // Progress only takes a message off the wire when the CQ has room.
+    rx_->cq_->Push(e, /*reserved=*/false);
+  }
+  // Reported is matched: a match-complete sender may complete.
+  if (h.flags & wire::kAckMatch) SendAck(un.peer, h.msg_id);
 }
 
 Status Endpoint::Cancel(void* context) {
   const uint64_t ctx = reinterpret_cast<uint64_t>(context);
   for (int tagged = 0; tagged < 2; ++tagged) {
-    TagMatcher& m = matchers_[tagged];
+    TagMatcher& m = rx_->matchers_[tagged];
     auto h = m.FindReceiveByContext(ctx);
     if (!h) continue;
-    const uint32_t index = rx_of_handle_[tagged][h->index];
+    const uint32_t index = rx_->of_handle_[tagged][h->index];
     m.RemoveReceive(*h);
-    RxOp& r = rx_ops_[index];
+    RxOp& r = rx_->ops_[index];
     CqEntry e;
     e.op_context = r.context;
     e.flags = kRecv | (r.tagged ? kTagged : kMsg) | (r.flags & kMultiRecv);
     e.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
-    if (r.flags & kMultiRecv) e.flags |= kMultiRecv;
     r.handle = ReceiveHandle{};
     r.released = true;  // A multi-recv buffer is released by its cancel.
     // fi_cancel always reports the cancelled receive (an error entry, on the
@@ -1261,10 +1438,12 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   peers_[peer].ready = true;  // It sent on the connection: it can receive.
   const uint8_t* buf = BounceAt(index);
   wire::Header h;
+  const size_t payload_len = wc.byte_len - wire::kHeaderBytes;
   if (!wire::Decode(buf, wc.byte_len, &h) ||
-      (h.op == wire::Op::kEager &&
-       h.length != wc.byte_len - wire::kHeaderBytes) ||
-      (h.op != wire::Op::kEager && wc.byte_len != wire::kHeaderBytes)) {
+      (h.op == wire::Op::kEager && h.length != payload_len) ||
+      (h.op == wire::Op::kRendezvous && payload_len > h.length) ||
+      ((h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) &&
+       payload_len != 0)) {
     ++stats_.bad_headers;
   } else if (h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) {
     if (h.msg_id < tx_ops_.size() && tx_ops_[h.msg_id].used &&
@@ -1273,57 +1452,71 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
       MaybeFinishTx(static_cast<uint32_t>(h.msg_id));
     }
   } else {
-    // kEager or kRendezvous: a message to match.
-    const bool rendezvous = h.op == wire::Op::kRendezvous;
-    const uint8_t* payload = buf + wire::kHeaderBytes;
-    const size_t len = rendezvous ? 0 : h.length;
-    const bool tagged = h.flags & wire::kTagged;
-    TagMatcher& m = matchers_[tagged];
-    const uint64_t source = SourceOf(peer);
-    if (auto r = m.FindReceive(tagged ? h.tag : 0, source)) {
-      const uint32_t rx = rx_of_handle_[tagged][r->index];
-      if (!(rx_ops_[rx].flags & kMultiRecv)) {
-        m.RemoveReceive(*r);
-        rx_ops_[rx].handle = ReceiveHandle{};
-      }
-      if (rendezvous) {
-        StartRead(rx, peer, h, 0);
-      } else {
-        Deliver(rx, peer, h, payload, len);
-        if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
-          SendAck(peer, h.msg_id);
-        }
-      }
-    } else {
-      uint32_t ui;
-      if (!unexpected_free_.empty()) {
-        ui = unexpected_free_.back();
-        unexpected_free_.pop_back();
-      } else {
-        ui = static_cast<uint32_t>(unexpected_.size());
-        unexpected_.emplace_back();
-      }
-      Unexpected& un = unexpected_[ui];
-      Peer& p = peers_[peer];
-      un.used = true;
-      un.credit_held = p.unexpected_buffered >= attr_.credits;
-      if (un.credit_held) {
-        return_credit = false;
-      } else {
-        ++p.unexpected_buffered;
-      }
-      un.peer = peer;
-      un.header = h;
-      un.payload.assign(payload, payload + len);
-      m.AddUnexpected({tagged ? h.tag : 0, source, ui});
-      ++stats_.unexpected;
-      if (!rendezvous && (h.flags & wire::kAckDelivery)) {
-        SendAck(peer, h.msg_id);
-      }
-    }
+    // kEager or kRendezvous (whose payload is the sender's
+    // FI_OPT_BUFFERED_MIN prefix): a message to match.
+    return_credit = OnMessage(peer, h, buf + wire::kHeaderBytes, payload_len);
   }
   (void)RepostBounce(index);
   if (return_credit) ReturnCredit(peer);
+}
+
+bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
+                         const uint8_t* payload, size_t len) {
+  const bool rendezvous = h.op == wire::Op::kRendezvous;
+  const bool tagged = h.flags & wire::kTagged;
+  const bool buffered = rx_->attr_.buffered;
+  TagMatcher& m = rx_->matchers_[tagged];
+  const uint64_t source = SourceOf(peer);
+  auto r = m.FindReceive(tagged ? h.tag : 0, source);
+  uint32_t rx = internal::kNil;
+  if (r) {
+    rx = rx_->of_handle_[tagged][r->index];
+    if (!(rx_->ops_[rx].flags & kMultiRecv)) {
+      m.RemoveReceive(*r);
+      rx_->ops_[rx].handle = ReceiveHandle{};
+    }
+  }
+  if (r && !buffered) {
+    if (rendezvous) {
+      StartRead(rx, peer, h, 0);
+    } else {
+      Deliver(rx, peer, h, payload, len);
+      if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
+        SendAck(peer, h.msg_id);
+      }
+    }
+    return true;
+  }
+  // Unexpected, or held in our buffer (buffered mode).
+  uint32_t ui;
+  if (!rx_->unexpected_free_.empty()) {
+    ui = rx_->unexpected_free_.back();
+    rx_->unexpected_free_.pop_back();
+  } else {
+    ui = static_cast<uint32_t>(rx_->unexpected_.size());
+    rx_->unexpected_.emplace_back();
+  }
+  Unexpected& un = rx_->unexpected_[ui];
+  Peer& p = peers_[peer];
+  bool return_credit = true;
+  un.used = true;
+  un.credit_held = p.unexpected_buffered >= attr_.credits;
+  if (un.credit_held) {
+    return_credit = false;
+  } else {
+    ++p.unexpected_buffered;
+  }
+  un.ep = this;
+  un.peer = peer;
+  un.header = h;
+  un.payload.assign(payload, payload + len);
+  un.handle = m.AddUnexpected({tagged ? h.tag : 0, source, ui});
+  ++stats_.unexpected;
+  if (!rendezvous && (h.flags & wire::kAckDelivery)) SendAck(peer, h.msg_id);
+  // Buffered: untagged messages are reported at once, tagged ones when a
+  // posted tag matches.
+  if (buffered && (!tagged || r)) ReportBuffered(ui, rx);
+  return return_credit;
 }
 
 // ------------------------------------------------------------------- CM
@@ -1616,6 +1809,66 @@ void Endpoint::Progress() {
       p.waiting.pop_front();
     }
   }
+}
+
+// ------------------------------------------------------------------- RxContext
+
+RxContext::RxContext(const Attr& attr) : attr_(attr) {
+  ops_.resize(attr_.size);
+  for (uint32_t i = attr_.size; i-- > 0;) free_.push_back(i);
+}
+
+RxContext::~RxContext() = default;
+
+StatusOr<std::unique_ptr<RxContext>> RxContext::Create(const Attr& attr) {
+  if (attr.size == 0 || attr.size > (1u << 20)) {
+    return InvalidArgument("receive context size out of range");
+  }
+  if (attr.buffered_limit == 0) {
+    return InvalidArgument("FI_OPT_BUFFERED_LIMIT must be positive");
+  }
+  std::unique_ptr<RxContext> rx(new RxContext(attr));
+  return rx;
+}
+
+StatusOr<std::unique_ptr<RxContext>> RxContext::CreateShared(const Attr& attr) {
+  auto rx = Create(attr);
+  if (rx.ok()) (*rx)->shared_ = true;
+  return rx;
+}
+
+Status RxContext::Recv(const RecvArgs& args) {
+  Endpoint* ep = Runner();
+  if (ep == nullptr) {
+    return Status(kErrOpBadState,
+                  "no enabled endpoint uses this shared receive context yet");
+  }
+  return ep->Recv(args);
+}
+
+Status RxContext::Cancel(void* context) {
+  Endpoint* ep = Runner();
+  if (ep == nullptr) return NotFound("no posted receive with that context");
+  return ep->Cancel(context);
+}
+
+Status RxContext::SetMinMultiRecv(size_t bytes) {
+  min_multi_recv_ = bytes;
+  return Status::Ok();
+}
+
+Status RxContext::SetBufferedLimit(size_t bytes) {
+  if (!endpoints_.empty()) {
+    return Status(kErrOpBadState, "set FI_OPT_BUFFERED_LIMIT before enabling");
+  }
+  if (bytes == 0) return InvalidArgument("FI_OPT_BUFFERED_LIMIT must be > 0");
+  attr_.buffered_limit = bytes;
+  return Status::Ok();
+}
+
+void RxContext::ProgressAll() {
+  // Index loop: progress never adds or removes endpoints.
+  for (size_t i = 0; i < endpoints_.size(); ++i) endpoints_[i]->Progress();
 }
 
 }  // namespace softfab::core

@@ -62,6 +62,8 @@ struct EndpointAttr {
   // an unacknowledged packet is resent (14: 67 ms, a common default).
   uint8_t rc_timeout = 14;
   uint32_t cm_retries_max = 50;
+  // FI_BUFFERED_RECV (or FI_VARIABLE_MSG): see RxContext::Attr::buffered.
+  bool buffered = false;
 };
 
 // desc[i], when given, is the registration covering iov[i] (the API layer
@@ -92,6 +94,123 @@ struct RecvArgs {
   void* context = nullptr;
   uint64_t flags = 0;  // kMultiRecv, kPeek, kClaim, kDiscard, kCompletion.
   bool tagged = false;
+};
+
+// The op_context of a buffered receive's entry; struct sf_recv_context has
+// this layout (fi_msg(3), "Buffered Receives").
+struct RecvContext {
+  void* ep = nullptr;
+  void* context = nullptr;
+};
+
+class Endpoint;
+
+// The receive side: posted receives, messages that arrived before a receive
+// (or are held for FI_BUFFERED_RECV) and the two matchers. Every endpoint has
+// one of its own unless it is bound to a shared one (fi_srx_context, with
+// rpma_srq_recv's semantics: an unordered set of receives that messages
+// arriving at any of its endpoints complete, in any order).
+//
+// A shared context reports every receive completion to one CQ: the endpoints
+// bound to it must bind the same receive CQ (Enable checks), and receives are
+// posted once an endpoint using it is enabled. Not thread-safe.
+class RxContext {
+ public:
+  struct Attr {
+    uint32_t size = 256;  // Receives posted at once.
+    uint64_t caps = 0;    // kDirectedRecv.
+    // FI_BUFFERED_RECV mode (or FI_VARIABLE_MSG): messages land in softfab's
+    // buffers and are reported at once; the application claims or discards
+    // them (fi_msg(3), "Buffered Receives").
+    bool buffered = false;
+    size_t buffered_limit = 8192;  // FI_OPT_BUFFERED_LIMIT.
+  };
+  // An endpoint's own context (Endpoint::Create makes it).
+  static StatusOr<std::unique_ptr<RxContext>> Create(const Attr& attr);
+  // A context endpoints share (fi_srx_context); it must outlive them.
+  static StatusOr<std::unique_ptr<RxContext>> CreateShared(const Attr& attr);
+  ~RxContext();
+  RxContext(const RxContext&) = delete;
+  RxContext& operator=(const RxContext&) = delete;
+
+  const Attr& attr() const { return attr_; }
+  // What a buffered receive's RecvContext::ep holds for untagged messages
+  // (the API's endpoint or shared context object).
+  void set_user_handle(void* handle) { user_handle_ = handle; }
+
+  // Posting to the context itself (a shared one): run by the first enabled
+  // endpoint bound to it. EINVAL while there is none.
+  Status Recv(const RecvArgs& args);
+  Status Cancel(void* context);
+  Status SetMinMultiRecv(size_t bytes);
+  size_t min_multi_recv() const { return min_multi_recv_; }
+  // FI_OPT_BUFFERED_LIMIT: up to the endpoints' eager_max; before any
+  // endpoint using the context is enabled.
+  Status SetBufferedLimit(size_t bytes);
+  size_t endpoint_count() const { return endpoints_.size(); }
+  // Runs every bound endpoint's progress.
+  void ProgressAll();
+
+ private:
+  friend class Endpoint;
+  static constexpr size_t kIovMax = 4;
+
+  struct RxOp {
+    bool used = false;
+    void* context = nullptr;
+    struct iovec iov[kIovMax];
+    size_t iov_count = 0;
+    size_t len = 0;       // Sum of iov lengths.
+    size_t consumed = 0;  // Multi-recv: bytes handed out.
+    uint64_t flags = 0;   // Posting flags.
+    bool tagged = false;
+    bool wants_entry = false;  // Writes a CQ entry on success.
+    // Buffered mode: a tag posted without a buffer; a match reports the
+    // message in softfab's buffer (op_context: a RecvContext).
+    bool tag_only = false;
+    ReceiveHandle handle;  // While queued in the matcher.
+    transport::MemoryRegion* desc[kIovMax] = {};
+    // Rendezvous READs into this buffer still in flight, and (multi-recv)
+    // whether the buffer is released: the release flag goes on the last entry.
+    uint32_t reads_pending = 0;
+    bool released = false;
+    bool release_reported = false;
+  };
+
+  struct Unexpected {
+    bool used = false;
+    bool credit_held = false;  // Its credit returns when it is consumed.
+    Endpoint* ep = nullptr;    // The endpoint it arrived at.
+    uint32_t peer = 0;         // That endpoint's peer index.
+    MessageHandle handle;
+    wire::Header header;
+    std::vector<uint8_t> payload;  // Eager data, or a rendezvous prefix.
+    // Buffered mode: its place in recv_contexts_ (kNil: not reported).
+    uint32_t recv_context = internal::kNil;
+  };
+
+  explicit RxContext(const Attr& attr);
+  Endpoint* Runner() const {
+    return endpoints_.empty() ? nullptr : endpoints_.front();
+  }
+
+  Attr attr_;
+  void* user_handle_ = nullptr;
+  CompletionQueue* cq_ = nullptr;
+  bool selective_ = false;
+  AddressVector* av_ = nullptr;
+  std::vector<Endpoint*> endpoints_;  // Enabled ones, in bind order.
+  bool shared_ = false;
+  std::vector<RxOp> ops_;
+  std::vector<uint32_t> free_;
+  std::vector<uint32_t> of_handle_[2];  // [tagged] receive handle -> RxOp
+  std::vector<Unexpected> unexpected_;
+  std::vector<uint32_t> unexpected_free_;
+  TagMatcher matchers_[2];  // [0]: untagged (fi_msg), [1]: tagged.
+  size_t min_multi_recv_ = 8192;
+  // Buffered receives: stable addresses handed out as op_context.
+  std::deque<RecvContext> recv_contexts_;
+  std::vector<uint32_t> recv_contexts_free_;
 };
 
 class Endpoint {
@@ -136,7 +255,17 @@ class Endpoint {
   Status Cancel(void* context);
 
   Status SetMinMultiRecv(size_t bytes);
-  size_t min_multi_recv() const { return min_multi_recv_; }
+  size_t min_multi_recv() const { return rx_->min_multi_recv(); }
+  // fi_ep_bind to a shared receive context (before Enable; not DGRAM).
+  Status BindRx(RxContext* rx);
+  RxContext* rx_context() const { return rx_; }
+  // FI_OPT_BUFFERED_LIMIT of the endpoint's receive context (<= eager_max).
+  Status SetBufferedLimit(size_t bytes);
+  size_t buffered_limit() const { return rx_->attr().buffered_limit; }
+  // FI_OPT_BUFFERED_MIN: rendezvous requests carry this many bytes of the
+  // message, so a buffered receiver sees at least that much at once.
+  Status SetBufferedMin(size_t bytes);
+  size_t buffered_min() const { return buffered_min_; }
 
   // Polls the transport and runs the protocol. Called by CQ reads.
   void Progress();
@@ -218,31 +347,16 @@ class Endpoint {
     bool send_done = false;    // SEND completed at the transport.
     bool rendezvous = false;   // Waits for the target's kReadDone.
     bool fenced = false;       // FI_FENCE: posted once in_flight is 0.
+    size_t prefix = 0;         // Rendezvous: payload bytes sent with it.
     transport::MemoryRegion* rdv_mr = nullptr;  // Registered here: released.
     std::vector<uint8_t> rdv_copy;  // A vectored large message, gathered.
     wire::Header header;
   };
 
-  struct RxOp {
-    bool used = false;
-    void* context = nullptr;
-    struct iovec iov[kIovMax];
-    size_t iov_count = 0;
-    size_t len = 0;       // Sum of iov lengths.
-    size_t consumed = 0;  // Multi-recv: bytes handed out.
-    uint64_t flags = 0;   // Posting flags.
-    bool tagged = false;
-    bool wants_entry = false;  // Writes a CQ entry on success.
-    ReceiveHandle handle;      // While queued in the matcher.
-    transport::MemoryRegion* desc[kIovMax] = {};
-    // Rendezvous READs into this buffer still in flight, and (multi-recv)
-    // whether the buffer is released: the release flag goes on the last entry.
-    uint32_t reads_pending = 0;
-    bool released = false;
-    bool release_reported = false;
-  };
-
   // An RDMA READ of a rendezvous payload into a receive.
+  using RxOp = RxContext::RxOp;
+  using Unexpected = RxContext::Unexpected;
+
   struct Read {
     bool used = false;
     uint32_t rx = 0;
@@ -252,14 +366,6 @@ class Endpoint {
     size_t len = 0;         // Bytes read (<= header.length).
     uint64_t cq_flags = 0;  // Extra entry flags (kClaim).
     transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
-  };
-
-  struct Unexpected {
-    bool used = false;
-    bool credit_held = false;  // Its credit returns when it is consumed.
-    uint32_t peer = 0;
-    wire::Header header;
-    std::vector<uint8_t> payload;
   };
 
   // wr_id layout: kind in the top byte, index below.
@@ -320,6 +426,16 @@ class Endpoint {
   void ReturnCredit(uint32_t peer);
   // A buffered unexpected message was taken (matched, claimed, discarded).
   void ReleaseUnexpected(uint32_t index);
+  // Takes a receive slot for `a` (the caller checked one is free).
+  uint32_t NewRxOp(const RecvArgs& a, bool wants_entry);
+  // A message arrived from `peer`: matched, or kept as unexpected. False when
+  // its credit is withheld until a receive takes it.
+  bool OnMessage(uint32_t peer, const wire::Header& h, const uint8_t* payload,
+                 size_t len);
+  // Buffered mode: reports held message `ui` (which arrived here), with a
+  // RecvContext as op_context; `rx_index` is the tag receive it matched
+  // (kNil: untagged, reported on arrival).
+  void ReportBuffered(uint32_t ui, uint32_t rx_index);
   void FlushCreditWrites();
   uint64_t SourceOf(uint32_t peer) const;
   Status HandlePeekClaimDiscard(const RecvArgs& args);
@@ -348,6 +464,9 @@ class Endpoint {
   CompletionQueue* rx_cq_ = nullptr;
   bool tx_selective_ = false;
   bool rx_selective_ = false;
+  std::unique_ptr<RxContext> own_rx_;
+  RxContext* rx_ = nullptr;  // own_rx_ or a shared context.
+  size_t buffered_min_ = 0;
   AddressVector* av_ = nullptr;
 
   transport::CompletionQueue* send_cq_ = nullptr;
@@ -386,21 +505,14 @@ class Endpoint {
 
   std::vector<TxOp> tx_ops_;
   std::vector<uint32_t> tx_free_;
-  std::vector<RxOp> rx_ops_;
-  std::vector<uint32_t> rx_free_;
-  std::vector<uint32_t> rx_of_handle_[2];  // [tagged] receive handle -> RxOp
   std::vector<Read> reads_;
   std::vector<uint32_t> reads_free_;
-  std::vector<Unexpected> unexpected_;
-  std::vector<uint32_t> unexpected_free_;
-  TagMatcher matchers_[2];  // [0]: untagged (fi_msg), [1]: tagged.
 
   std::vector<Peer> peers_;
   std::map<wire::Name, uint32_t> peer_by_name_;
   std::map<uint32_t, uint32_t> peer_by_qpn_;
   std::vector<uint32_t> credit_dirty_;  // Peers with credits to write back.
 
-  size_t min_multi_recv_ = kMinMultiRecvDefault;
   uint64_t next_request_id_ = 1;
   uint32_t next_psn_ = 0x1000;
   Stats stats_;

@@ -19,6 +19,8 @@ namespace softfab {
 inline constexpr int kErrTruncated = 265;
 // FI_ENOMSG: a peek found nothing.
 inline constexpr int kErrNoMessage = ENOMSG;
+// FI_EOPBADSTATE: the object is not in a state for this call.
+inline constexpr int kErrOpBadState = 258;
 
 class [[nodiscard]] Status {
  public:
