@@ -45,6 +45,9 @@ static_assert(SF_MSG == core::kMsg && SF_TAGGED == core::kTagged &&
                   SF_SELECTIVE_COMPLETION ==
                       core::Endpoint::kSelectiveCompletion &&
                   SF_ETRUNC == ::softfab::kErrTruncated &&
+                  SF_EOPBADSTATE == ::softfab::kErrOpBadState &&
+                  SF_BUFFERED_RECV == core::kBufferedRecv &&
+                  SF_VARIABLE_MSG == core::kVariableMsg &&
                   SF_EAVAIL == core::CompletionQueue::kErrAvail &&
                   SF_NAME_BYTES == ::softfab::wire::kNameBytes,
               "public and core constants must agree");
@@ -93,12 +96,19 @@ struct Mr : sf_mr {
   tp::MemoryRegion* mr = nullptr;
 };
 
+struct Srx : sf_ep {
+  Domain* domain = nullptr;
+  std::unique_ptr<core::RxContext> rx;
+  int users = 0;  // Endpoints bound to it.
+};
+
 struct Ep : sf_ep {
   Domain* domain = nullptr;
   std::unique_ptr<core::Endpoint> ep;
   Cq* tx_cq = nullptr;
   Cq* rx_cq = nullptr;
   Av* av = nullptr;
+  Srx* srx = nullptr;
 };
 
 void InitFid(sf_fid* fid, sf_fclass fclass, void* context) {
@@ -138,6 +148,11 @@ Ep* AsEp(sf_ep* p) {
              ? static_cast<Ep*>(p)
              : nullptr;
 }
+Srx* AsSrx(sf_ep* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_SRX_CTX
+             ? static_cast<Srx*>(p)
+             : nullptr;
+}
 bool IsClass(const sf_fid* fid, sf_fclass fclass) {
   return fid != nullptr && fid->magic == kMagic && fid->fclass == fclass;
 }
@@ -159,16 +174,14 @@ void ProgressCq(Cq* cq) {
   for (Ep* ep : cq->eps) ep->ep->Progress();
 }
 
-// What every post checks first: the endpoint, the iov count and the
+// What every post checks after finding its object: the iov count and the
 // descriptors (resolved into transport registrations).
-int CheckPost(sf_ep* pub, void** desc, size_t count, Ep** ep,
+int CheckPost(Domain* domain, void** desc, size_t count,
               tp::MemoryRegion** mrs) {
-  *ep = AsEp(pub);
-  if (*ep == nullptr) return Fail(EINVAL, "not an endpoint");
   if (count > core::Endpoint::kIovMax) {
     return Fail(EINVAL, "too many iov entries");
   }
-  if (!ResolveDesc((*ep)->domain, desc, count, mrs)) {
+  if (!ResolveDesc(domain, desc, count, mrs)) {
     return Fail(EINVAL, "desc is not a registration of this domain");
   }
   return 0;
@@ -177,9 +190,10 @@ int CheckPost(sf_ep* pub, void** desc, size_t count, Ep** ep,
 ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
                sf_addr_t dest, uint64_t tag, uint64_t data, void* context,
                uint64_t flags, bool tagged) {
-  Ep* ep = nullptr;
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
   tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
-  if (int rc = CheckPost(pub, desc, count, &ep, mrs); rc != 0) return rc;
+  if (int rc = CheckPost(ep->domain, desc, count, mrs); rc != 0) return rc;
   core::SendArgs a;
   a.iov = iov;
   a.iov_count = count;
@@ -197,9 +211,17 @@ ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
 ssize_t DoRecv(sf_ep* pub, const iovec* iov, void** desc, size_t count,
                sf_addr_t src, uint64_t tag, uint64_t ignore, void* context,
                uint64_t flags, bool tagged) {
-  Ep* ep = nullptr;
+  // An endpoint or a shared receive context.
+  Ep* ep = AsEp(pub);
+  Srx* srx = AsSrx(pub);
+  if (ep == nullptr && srx == nullptr) {
+    return Fail(EINVAL, "not an endpoint or a shared receive context");
+  }
   tp::MemoryRegion* mrs[core::Endpoint::kIovMax];
-  if (int rc = CheckPost(pub, desc, count, &ep, mrs); rc != 0) return rc;
+  if (int rc = CheckPost(ep ? ep->domain : srx->domain, desc, count, mrs);
+      rc != 0) {
+    return rc;
+  }
   core::RecvArgs a;
   a.iov = iov;
   a.iov_count = count;
@@ -210,7 +232,7 @@ ssize_t DoRecv(sf_ep* pub, const iovec* iov, void** desc, size_t count,
   a.context = context;
   a.flags = flags;
   a.tagged = tagged;
-  const Status s = ep->ep->Recv(a);
+  const Status s = ep ? ep->ep->Recv(a) : srx->rx->Recv(a);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -563,14 +585,23 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
     default:
       return Fail(EINVAL, "unknown endpoint type");
   }
-  if (attr->caps &
-      ~(SF_MSG | SF_TAGGED | SF_DIRECTED_RECV | SF_SEND | SF_RECV)) {
+  if (attr->caps & ~(SF_MSG | SF_TAGGED | SF_DIRECTED_RECV | SF_SEND | SF_RECV |
+                     SF_VARIABLE_MSG)) {
     return Fail(EINVAL, "unsupported capability bits");
+  }
+  if (attr->mode & ~SF_BUFFERED_RECV) {
+    return Fail(EINVAL, "unsupported mode bits (SF_BUFFERED_RECV only)");
+  }
+  if ((attr->mode & SF_BUFFERED_RECV || attr->caps & SF_VARIABLE_MSG) &&
+      attr->type == SF_EP_DGRAM) {
+    return Fail(EINVAL, "DGRAM endpoints have no buffered receives");
   }
   if (attr->op_flags & ~(core::kCompletionLevels | SF_COMPLETION)) {
     return Fail(EINVAL, "op_flags may only choose a completion level");
   }
-  a.caps = attr->caps & SF_DIRECTED_RECV;
+  a.caps = attr->caps & (SF_DIRECTED_RECV | SF_VARIABLE_MSG);
+  a.buffered =
+      (attr->mode & SF_BUFFERED_RECV) || (attr->caps & SF_VARIABLE_MSG);
   a.op_flags = attr->op_flags;
   if (attr->tx_size) a.tx_size = static_cast<uint32_t>(attr->tx_size);
   if (attr->rx_size) a.rx_size = static_cast<uint32_t>(attr->rx_size);
@@ -583,6 +614,7 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   InitFid(&e->fid, SF_CLASS_EP, context);
   e->domain = d;
   e->ep = std::move(*ep);
+  e->ep->rx_context()->set_user_handle(static_cast<sf_ep*>(e));
   ++d->children;
   *out = e;
   return 0;
@@ -619,7 +651,53 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     ++av->users;
     return 0;
   }
-  return Fail(EINVAL, "only a CQ or an AV can be bound to an endpoint");
+  if (IsClass(bfid, SF_CLASS_SRX_CTX)) {
+    Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(bfid));
+    if (srx->domain != ep->domain) {
+      return Fail(EINVAL, "shared context belongs to another domain");
+    }
+    if (flags != 0)
+      return Fail(EINVAL, "shared context binding takes no flags");
+    if (ep->srx)
+      return Fail(EINVAL, "a shared receive context is bound already");
+    const Status s = ep->ep->BindRx(srx->rx.get());
+    if (!s.ok()) return Fail(s);
+    ep->srx = srx;
+    ++srx->users;
+    return 0;
+  }
+  return Fail(EINVAL,
+              "only a CQ, an AV or a shared receive context can be bound");
+}
+
+int sf_srx_context(sf_domain* pub, const sf_rx_attr* attr, sf_ep** out,
+                   void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and rx_ep must be valid");
+  }
+  core::RxContext::Attr a;
+  if (attr != nullptr) {
+    if (attr->caps & ~(SF_DIRECTED_RECV | SF_MSG | SF_TAGGED | SF_RECV)) {
+      return Fail(EINVAL, "unsupported capability bits");
+    }
+    if (attr->mode & ~SF_BUFFERED_RECV) return Fail(EINVAL, "unsupported mode");
+    if (attr->op_flags != 0) return Fail(EINVAL, "no op_flags are supported");
+    if (attr->size > (1u << 20)) return Fail(EINVAL, "size must be <= 2^20");
+    a.caps = attr->caps & SF_DIRECTED_RECV;
+    a.buffered = attr->mode & SF_BUFFERED_RECV;
+    if (attr->size) a.size = static_cast<uint32_t>(attr->size);
+  }
+  auto rx = core::RxContext::CreateShared(a);
+  if (!rx.ok()) return Fail(rx.status());
+  auto* x = new Srx;
+  InitFid(&x->fid, SF_CLASS_SRX_CTX, context);
+  x->domain = d;
+  x->rx = std::move(*rx);
+  x->rx->set_user_handle(static_cast<sf_ep*>(x));
+  ++d->children;
+  *out = x;
+  return 0;
 }
 
 int sf_enable(sf_ep* pub) {
@@ -669,50 +747,92 @@ int sf_getname(sf_fid* fid, void* addr, size_t* addrlen) {
 }
 
 ssize_t sf_cancel(sf_fid* fid, void* context) {
-  if (!IsClass(fid, SF_CLASS_EP)) return Fail(EINVAL, "not an endpoint");
-  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
-  const Status s = ep->ep->Cancel(context);
+  Status s;
+  if (IsClass(fid, SF_CLASS_EP)) {
+    s = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep->Cancel(context);
+  } else if (IsClass(fid, SF_CLASS_SRX_CTX)) {
+    s = static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->rx->Cancel(context);
+  } else {
+    return Fail(EINVAL, "not an endpoint or a shared receive context");
+  }
   return s.ok() ? 0 : Fail(s);
 }
 
 int sf_setopt(sf_fid* fid, int level, int optname, const void* optval,
               size_t optlen) {
-  if (!IsClass(fid, SF_CLASS_EP) || optval == nullptr) {
+  const bool is_ep = IsClass(fid, SF_CLASS_EP);
+  if ((!is_ep && !IsClass(fid, SF_CLASS_SRX_CTX)) || optval == nullptr) {
     return Fail(EINVAL, "bad argument");
   }
   if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
-  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+  core::Endpoint* ep =
+      is_ep ? static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep.get()
+            : nullptr;
+  core::RxContext* rx =
+      is_ep ? ep->rx_context()
+            : static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->rx.get();
+  if (optname != SF_OPT_MIN_MULTI_RECV && optname != SF_OPT_BUFFERED_MIN &&
+      optname != SF_OPT_BUFFERED_LIMIT) {
+    return Fail(optname == SF_OPT_CM_DATA_SIZE ? EINVAL : ENOSYS,
+                optname == SF_OPT_CM_DATA_SIZE
+                    ? "SF_OPT_CM_DATA_SIZE is read-only"
+                    : "unknown option");
+  }
+  if (optlen != sizeof(size_t)) return Fail(EINVAL, "option is a size_t");
+  size_t v;
+  std::memcpy(&v, optval, sizeof v);
+  Status s;
   if (optname == SF_OPT_MIN_MULTI_RECV) {
-    if (optlen != sizeof(size_t)) return Fail(EINVAL, "option is a size_t");
-    size_t v;
-    std::memcpy(&v, optval, sizeof v);
-    const Status s = ep->ep->SetMinMultiRecv(v);
-    return s.ok() ? 0 : Fail(s);
+    s = rx->SetMinMultiRecv(v);
+  } else if (optname == SF_OPT_BUFFERED_LIMIT) {
+    s = ep ? ep->SetBufferedLimit(v) : rx->SetBufferedLimit(v);
+  } else if (ep == nullptr) {
+    return Fail(EINVAL, "SF_OPT_BUFFERED_MIN is a sender's (endpoint) option");
+  } else {
+    s = ep->SetBufferedMin(v);
   }
-  if (optname == SF_OPT_BUFFERED_LIMIT || optname == SF_OPT_BUFFERED_MIN) {
-    return Fail(ENOSYS, "buffered receives are not implemented yet");
-  }
-  return Fail(ENOSYS, "unknown option");
+  return s.ok() ? 0 : Fail(s);
 }
 
 int sf_getopt(sf_fid* fid, int level, int optname, void* optval,
               size_t* optlen) {
-  if (!IsClass(fid, SF_CLASS_EP) || optval == nullptr || optlen == nullptr) {
+  const bool is_ep = IsClass(fid, SF_CLASS_EP);
+  if ((!is_ep && !IsClass(fid, SF_CLASS_SRX_CTX)) || optval == nullptr ||
+      optlen == nullptr) {
     return Fail(EINVAL, "bad argument");
   }
   if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
-  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
-  if (optname == SF_OPT_MIN_MULTI_RECV) {
-    if (*optlen < sizeof(size_t)) {
-      *optlen = sizeof(size_t);
-      return Fail(SF_ETOOSMALL, "option is a size_t");
-    }
-    const size_t v = ep->ep->min_multi_recv();
-    std::memcpy(optval, &v, sizeof v);
-    *optlen = sizeof v;
-    return 0;
+  core::Endpoint* ep =
+      is_ep ? static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep.get()
+            : nullptr;
+  core::RxContext* rx =
+      is_ep ? ep->rx_context()
+            : static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->rx.get();
+  size_t v;
+  switch (optname) {
+    case SF_OPT_MIN_MULTI_RECV:
+      v = rx->min_multi_recv();
+      break;
+    case SF_OPT_BUFFERED_LIMIT:
+      v = rx->attr().buffered_limit;
+      break;
+    case SF_OPT_BUFFERED_MIN:
+      if (ep == nullptr) return Fail(EINVAL, "an endpoint option");
+      v = ep->buffered_min();
+      break;
+    case SF_OPT_CM_DATA_SIZE:
+      v = softfab::wire::kCmDataMax;
+      break;
+    default:
+      return Fail(ENOSYS, "unknown option");
   }
-  return Fail(ENOSYS, "unknown option");
+  if (*optlen < sizeof(size_t)) {
+    *optlen = sizeof(size_t);
+    return Fail(SF_ETOOSMALL, "option is a size_t");
+  }
+  std::memcpy(optval, &v, sizeof v);
+  *optlen = sizeof v;
+  return 0;
 }
 
 int sf_close(sf_fid* fid) {
@@ -728,9 +848,18 @@ int sf_close(sf_fid* fid) {
         if (it != cq->eps.end()) cq->eps.erase(it);
       }
       if (ep->av) --ep->av->users;
+      if (ep->srx) --ep->srx->users;
       --ep->domain->children;
       ep->fid.magic = 0;
       delete ep;
+      return 0;
+    }
+    case SF_CLASS_SRX_CTX: {
+      Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid));
+      if (srx->users) return Fail(EBUSY, "endpoints are bound to it");
+      --srx->domain->children;
+      srx->fid.magic = 0;
+      delete srx;
       return 0;
     }
     case SF_CLASS_CQ: {

@@ -1587,7 +1587,12 @@ Status Endpoint::StartConnect(uint32_t peer) {
   p.state = PeerState::kConnecting;
   p.retries = 0;
   ++stats_.cm_requests;
-  if (Status s = SendCm(peer, wire::CmType::kRequest); !s.ok()) return s;
+  // A full CM send queue (many connections starting at once) only delays the
+  // request: the retry timer sends it.
+  if (Status s = SendCm(peer, wire::CmType::kRequest);
+      !s.ok() && s.code() != ENOMEM && s.code() != EAGAIN) {
+    return s;
+  }
   p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
   device_->ScheduleWakeup(p.retry_at_ns);
   return Status::Ok();
@@ -1614,7 +1619,7 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   uint8_t* buf = cm_buffers_.data() + slot * kCmSlotBytes;
   wire::EncodeCm(m, buf);
   tp::Sge sge{reinterpret_cast<uint64_t>(buf),
-              static_cast<uint32_t>(wire::kCmBytes), cm_mr_->lkey()};
+              static_cast<uint32_t>(wire::CmSize(m)), cm_mr_->lkey()};
   tp::SendWr wr;
   wr.wr_id = WrId(kWrCmSend, slot);
   wr.sg_list = &sge;

@@ -37,6 +37,7 @@
 
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
+#include "core/flags.h"
 #include "core/matcher.h"
 #include "core/status.h"
 #include "core/transport.h"
@@ -244,8 +245,9 @@ class Endpoint {
     return attr_.type == EndpointType::kDgram ? kMsgPrefixBytes : 0;
   }
   size_t max_msg_size() const {
-    return attr_.type == EndpointType::kDgram ? kMsgPrefixBytes + dgram_mtu_
-                                              : attr_.max_msg_size;
+    if (attr_.type == EndpointType::kDgram) return kMsgPrefixBytes + dgram_mtu_;
+    // FI_VARIABLE_MSG lifts the limit as far as one RDMA READ reaches.
+    return (attr_.caps & kVariableMsg) ? UINT32_MAX : attr_.max_msg_size;
   }
 
   Status Send(const SendArgs& args);

@@ -28,7 +28,7 @@ inline constexpr uint64_t kInjectComplete = 1ull << 26;
 inline constexpr uint64_t kTransmitComplete = 1ull << 27;
 inline constexpr uint64_t kDeliveryComplete = 1ull << 28;
 inline constexpr uint64_t kMatchComplete = 1ull << 31;
-inline constexpr uint64_t kBufferedRecv = 1ull << 32;  // FI_BUFFERED_RECV mode
+inline constexpr uint64_t kBufferedRecv = 1ull << 51;  // FI_BUFFERED_RECV mode
 inline constexpr uint64_t kVariableMsg = 1ull << 48;
 inline constexpr uint64_t kDirectedRecv = 1ull << 59;  // capability
 // Receive op flags that share bits with capabilities (as in libfabric).

@@ -103,7 +103,17 @@ inline void DecodeName(const uint8_t* in, Name* n) {
 enum class CmType : uint8_t {
   kRequest = 1,  // "Here is my RC QP; connect yours to it."
   kReply = 2,    // "Done; here is mine."
+  // FI_EP_MSG (connect/accept through a passive endpoint):
+  kConnect = 3,      // To a listener: a kRequest the application accepts.
+  kPending = 4,      // Listener: "received; the application decides".
+  kReject = 5,       // Listener: "refused" (fi_reject).
+  kEstablished = 6,  // Connector: "my QP is in RTS" (the IB CM's RTU).
+  kDisconnect = 7,   // Either side: fi_shutdown.
 };
+inline constexpr CmType kCmTypeLast = CmType::kDisconnect;
+// Private data an FI_EP_MSG connect, accept or reject carries
+// (FI_OPT_CM_DATA_SIZE).
+inline constexpr size_t kCmDataMax = 56;
 
 struct CmMessage {
   CmType type = CmType::kRequest;
@@ -114,8 +124,11 @@ struct CmMessage {
   uint32_t credit_rkey = 0;
   uint32_t credits = 0;     // Receive buffers granted to the peer.
   uint64_t request_id = 0;  // Initiator's id for this attempt (replies echo).
+  uint8_t data_len = 0;     // Private data (FI_EP_MSG), at most kCmDataMax.
+  uint8_t data[kCmDataMax] = {};
 };
-inline constexpr size_t kCmBytes = 1 + kNameBytes + 4 + 4 + 8 + 4 + 4 + 8;
+inline constexpr size_t kCmBytes = 1 + kNameBytes + 4 + 4 + 8 + 4 + 4 + 8 + 1;
+inline constexpr size_t kCmMaxBytes = kCmBytes + kCmDataMax;
 
 inline void EncodeCm(const CmMessage& m, uint8_t* out) {
   out[0] = static_cast<uint8_t>(m.type);
@@ -127,11 +140,15 @@ inline void EncodeCm(const CmMessage& m, uint8_t* out) {
   std::memcpy(p + 16, &m.credit_rkey, 4);
   std::memcpy(p + 20, &m.credits, 4);
   std::memcpy(p + 24, &m.request_id, 8);
+  p[32] = m.data_len;
+  std::memcpy(p + 33, m.data, m.data_len);
 }
+// Bytes EncodeCm writes for `m`.
+inline size_t CmSize(const CmMessage& m) { return kCmBytes + m.data_len; }
 inline bool DecodeCm(const uint8_t* in, size_t bytes, CmMessage* m) {
   if (bytes < kCmBytes) return false;
-  if (in[0] != static_cast<uint8_t>(CmType::kRequest) &&
-      in[0] != static_cast<uint8_t>(CmType::kReply)) {
+  if (in[0] < static_cast<uint8_t>(CmType::kRequest) ||
+      in[0] > static_cast<uint8_t>(kCmTypeLast)) {
     return false;
   }
   m->type = static_cast<CmType>(in[0]);
@@ -143,6 +160,9 @@ inline bool DecodeCm(const uint8_t* in, size_t bytes, CmMessage* m) {
   std::memcpy(&m->credit_rkey, p + 16, 4);
   std::memcpy(&m->credits, p + 20, 4);
   std::memcpy(&m->request_id, p + 24, 8);
+  m->data_len = p[32];
+  if (m->data_len > kCmDataMax || bytes < kCmBytes + m->data_len) return false;
+  std::memcpy(m->data, p + 33, m->data_len);
   return true;
 }
 

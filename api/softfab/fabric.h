@@ -78,6 +78,8 @@ const char* sf_last_error(void);
 #define SF_TRANSMIT_COMPLETE (1ULL << 27)
 #define SF_DELIVERY_COMPLETE (1ULL << 28)
 #define SF_MATCH_COMPLETE (1ULL << 31)
+#define SF_VARIABLE_MSG (1ULL << 48)         /* capability */
+#define SF_BUFFERED_RECV (1ULL << 51)        /* mode bit */
 #define SF_DIRECTED_RECV (1ULL << 59)        /* capability */
 #define SF_CLAIM (1ULL << 59)                /* receive flag */
 #define SF_DISCARD (1ULL << 58)              /* receive flag */
@@ -91,6 +93,7 @@ enum sf_fclass {
   SF_CLASS_CQ,
   SF_CLASS_MR,
   SF_CLASS_EP,
+  SF_CLASS_SRX_CTX, /* a shared receive context (an sf_ep) */
 };
 
 struct sf_fid {
@@ -253,6 +256,10 @@ struct sf_ep_attr {
   size_t max_msg_size;    /* query only */
   size_t inject_size;     /* query only */
   size_t msg_prefix_size; /* query only: 40 on DGRAM (the GRH) */
+  /* SF_BUFFERED_RECV: messages land in softfab's buffers and are reported
+   * without a posted receive (fi_msg(3) "Buffered Receives"); SF_VARIABLE_MSG
+   * in caps implies it and lifts max_msg_size to 2^32 - 1 bytes. */
+  uint64_t mode;
 };
 #define SF_NAME_BYTES 28
 int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
@@ -260,15 +267,34 @@ int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
 /* flags: SF_TRANSMIT and/or SF_RECV (with SF_SELECTIVE_COMPLETION) for a CQ;
  * 0 for an AV. */
 int sf_ep_bind(struct sf_ep* ep, struct sf_fid* bfid, uint64_t flags);
+
+/* A shared receive context (fi_srx_context): receives posted to it (sf_recv*,
+ * sf_trecv* on the returned sf_ep) are matched by messages arriving at any
+ * endpoint bound to it with sf_ep_bind(ep, &srx->fid, 0), in any order
+ * (rpma_srq_recv semantics). Its completions go to the receive CQ, which every
+ * endpoint sharing it must bind; receives can be posted once one of them is
+ * enabled (before: -SF_EOPBADSTATE). Not for DGRAM endpoints. */
+struct sf_rx_attr {
+  uint64_t caps;     /* SF_DIRECTED_RECV */
+  uint64_t mode;     /* SF_BUFFERED_RECV */
+  uint64_t op_flags; /* 0 */
+  size_t size;       /* receives posted at once; 0: 256 */
+};
+int sf_srx_context(struct sf_domain* domain, const struct sf_rx_attr* attr,
+                   struct sf_ep** rx_ep, void* context);
 int sf_enable(struct sf_ep* ep);
 int sf_ep_query(struct sf_ep* ep, struct sf_ep_attr* attr);
 int sf_getname(struct sf_fid* fid, void* addr, size_t* addrlen);
 ssize_t sf_cancel(struct sf_fid* fid, void* context);
 
+/* Option names and values are libfabric's (fi_endpoint(3)). */
 #define SF_OPT_ENDPOINT 0
-#define SF_OPT_MIN_MULTI_RECV 1
-#define SF_OPT_BUFFERED_LIMIT 8
-#define SF_OPT_BUFFERED_MIN 9
+#define SF_OPT_MIN_MULTI_RECV 0 /* size_t */
+#define SF_OPT_CM_DATA_SIZE 1   /* size_t, getopt only */
+/* Rendezvous requests carry this many leading bytes (<= eager size, 8192). */
+#define SF_OPT_BUFFERED_MIN 2 /* size_t, before sf_enable */
+/* Largest message reported whole by a buffered receive (<= 8192). */
+#define SF_OPT_BUFFERED_LIMIT 3 /* size_t, before sf_enable */
 int sf_setopt(struct sf_fid* fid, int level, int optname, const void* optval,
               size_t optlen);
 int sf_getopt(struct sf_fid* fid, int level, int optname, void* optval,

@@ -1,0 +1,159 @@
+// The conformance suite's fixture: peers with endpoints on one fabric,
+// through the public sf_* API.
+#ifndef SOFTFAB_TESTS_CONFORMANCE_FIXTURE_H_
+#define SOFTFAB_TESTS_CONFORMANCE_FIXTURE_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "api/softfab/fabric.h"
+
+namespace softfab::testing {
+
+struct Backend {
+  const char* name;
+  sf_backend backend;
+};
+
+struct Peer {
+  sf_domain* domain = nullptr;
+  sf_cq* cq = nullptr;
+  sf_av* av = nullptr;
+  sf_ep* ep = nullptr;
+  std::vector<sf_addr_t> addr;
+};
+
+inline std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
+  std::vector<uint8_t> v(n);
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < n; ++i) {
+    x = x * 1103515245u + 12345u;
+    v[i] = static_cast<uint8_t>(x >> 24);
+  }
+  return v;
+}
+
+// Peers with RDM endpoints that know each other, on one fabric.
+class Fixture {
+ public:
+  ~Fixture() { Close(); }
+
+  ::testing::AssertionResult Open(sf_backend backend, int nodes,
+                                  uint64_t bind_flags = 0, uint64_t caps = 0,
+                                  uint64_t seed = 7,
+                                  sf_ep_type type = SF_EP_RDM,
+                                  uint64_t mode = 0) {
+    sf_fabric_attr fa{};
+    fa.backend = backend;
+    fa.sim_nodes = nodes;
+    fa.sim_seed = seed;
+    if (int rc = sf_fabric_open(&fa, &fabric, nullptr); rc != 0) {
+      return ::testing::AssertionFailure()
+             << "sf_fabric_open: " << sf_last_error();
+    }
+    peers.resize(nodes);
+    std::vector<uint8_t> names(nodes * SF_NAME_BYTES);
+    for (int i = 0; i < nodes; ++i) {
+      Peer& p = peers[i];
+      sf_cq_attr ca{};
+      ca.size = 8192;
+      ca.format = SF_CQ_FORMAT_TAGGED;
+      sf_ep_attr ea{};
+      ea.type = type;
+      ea.caps = SF_MSG | SF_TAGGED | caps;
+      ea.mode = mode;
+      size_t len = SF_NAME_BYTES;
+      if (sf_domain_open(fabric, i, &p.domain, nullptr) ||
+          sf_cq_open(p.domain, &ca, &p.cq, nullptr) ||
+          sf_av_open(p.domain, nullptr, &p.av, nullptr) ||
+          sf_endpoint(p.domain, &ea, &p.ep, nullptr) ||
+          sf_ep_bind(p.ep, &p.cq->fid, SF_TRANSMIT | SF_RECV | bind_flags) ||
+          sf_ep_bind(p.ep, &p.av->fid, 0) ||
+          (before_enable && before_enable(i, p.ep)) || sf_enable(p.ep) ||
+          sf_getname(&p.ep->fid, &names[i * SF_NAME_BYTES], &len)) {
+        return ::testing::AssertionFailure() << "setup: " << sf_last_error();
+      }
+    }
+    for (Peer& p : peers) {
+      p.addr.resize(nodes);
+      if (sf_av_insert(p.av, names.data(), nodes, p.addr.data(), 0, nullptr) !=
+          nodes) {
+        return ::testing::AssertionFailure() << "av insert";
+      }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  void Close() {
+    for (Peer& p : peers) {
+      for (sf_fid* fid :
+           {p.ep ? &p.ep->fid : nullptr, p.cq ? &p.cq->fid : nullptr,
+            p.av ? &p.av->fid : nullptr, p.domain ? &p.domain->fid : nullptr}) {
+        if (fid) {
+          EXPECT_EQ(sf_close(fid), 0) << sf_last_error();
+        }
+      }
+    }
+    peers.clear();
+    if (fabric) {
+      EXPECT_EQ(sf_close(&fabric->fid), 0) << sf_last_error();
+    }
+    fabric = nullptr;
+  }
+
+  void Progress() {
+    for (Peer& p : peers) ASSERT_EQ(sf_cq_read(p.cq, nullptr, 0), 0);
+  }
+
+  // Reads one entry from peer i while driving every peer. Returns what
+  // sf_cq_read returned last: 1, -SF_EAVAIL or -SF_EAGAIN.
+  ssize_t ReadOne(int i, sf_cq_tagged_entry* e, int rounds = 200000) {
+    for (int r = 0; r < rounds; ++r) {
+      const ssize_t n = sf_cq_read(peers[i].cq, e, 1);
+      if (n != -SF_EAGAIN) return n;
+      Progress();
+    }
+    return -SF_EAGAIN;
+  }
+
+  // Reads `want` completions from peer i (successes and errors).
+  void Collect(int i, size_t want, std::vector<sf_cq_tagged_entry>* ok,
+               std::vector<sf_cq_err_entry>* err) {
+    for (int r = 0; r < 400000 && ok->size() + err->size() < want; ++r) {
+      sf_cq_tagged_entry e;
+      const ssize_t n = sf_cq_read(peers[i].cq, &e, 1);
+      if (n == 1) {
+        ok->push_back(e);
+      } else if (n == -SF_EAVAIL) {
+        sf_cq_err_entry x;
+        ASSERT_EQ(sf_cq_readerr(peers[i].cq, &x, 0), 1);
+        err->push_back(x);
+      } else {
+        ASSERT_EQ(n, -SF_EAGAIN);
+        Progress();
+      }
+    }
+    ASSERT_EQ(ok->size() + err->size(), want);
+  }
+
+  // Expects no completion at peer i after a while of progress.
+  ::testing::AssertionResult Quiet(int i) {
+    for (int r = 0; r < 500; ++r) Progress();
+    sf_cq_tagged_entry e;
+    const ssize_t n = sf_cq_read(peers[i].cq, &e, 1);
+    if (n == -SF_EAGAIN) return ::testing::AssertionSuccess();
+    return ::testing::AssertionFailure() << "unexpected completion: " << n;
+  }
+
+  sf_fabric* fabric = nullptr;
+  std::vector<Peer> peers;
+  // Runs on each peer's endpoint before sf_enable (options); non-zero fails.
+  std::function<int(int, sf_ep*)> before_enable;
+};
+
+}  // namespace softfab::testing
+
+#endif  // SOFTFAB_TESTS_CONFORMANCE_FIXTURE_H_
