@@ -16,6 +16,7 @@
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
+#include "core/event_queue.h"
 #include "core/flags.h"
 #include "core/status.h"
 #include "core/transport.h"
@@ -96,6 +97,29 @@ struct Mr : sf_mr {
   tp::MemoryRegion* mr = nullptr;
 };
 
+struct Eq : sf_eq {
+  Fabric* fabric = nullptr;
+  std::unique_ptr<core::EventQueue> eq;
+  int users = 0;                  // Endpoints and listeners bound to it.
+  std::vector<uint8_t> err_data;  // The last error event's private data.
+};
+
+struct Pep : sf_pep {
+  Domain* domain = nullptr;
+  std::unique_ptr<core::Endpoint> ep;  // A listener.
+  Eq* eq = nullptr;
+};
+
+}  // namespace
+
+// Outside the anonymous namespace: the public header declares it.
+struct sf_info {
+  uint32_t magic = 0;
+  std::shared_ptr<const ::softfab::core::ConnRequest> request;
+};
+
+namespace {
+
 struct Srx : sf_ep {
   Domain* domain = nullptr;
   std::unique_ptr<core::RxContext> rx;
@@ -109,6 +133,9 @@ struct Ep : sf_ep {
   Cq* rx_cq = nullptr;
   Av* av = nullptr;
   Srx* srx = nullptr;
+  Eq* eq = nullptr;
+  // SF_EP_MSG created from an SF_CONNREQ: the request sf_accept takes.
+  std::shared_ptr<const core::ConnRequest> request;
 };
 
 void InitFid(sf_fid* fid, sf_fclass fclass, void* context) {
@@ -147,6 +174,19 @@ Ep* AsEp(sf_ep* p) {
   return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_EP
              ? static_cast<Ep*>(p)
              : nullptr;
+}
+Eq* AsEq(sf_eq* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_EQ
+             ? static_cast<Eq*>(p)
+             : nullptr;
+}
+Pep* AsPep(sf_pep* p) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_PEP
+             ? static_cast<Pep*>(p)
+             : nullptr;
+}
+bool ValidInfo(const sf_info* info) {
+  return info != nullptr && info->magic == kMagic && info->request != nullptr;
 }
 Srx* AsSrx(sf_ep* p) {
   return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_SRX_CTX
@@ -277,6 +317,62 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
     if (src) src[i] = srcs[i];
   }
   return n;
+}
+
+// A blocking read: `try_read` until it returns something other than
+// -EAGAIN, running the simulated fabric on in between. The timeout is virtual
+// time; an idle fabric ends the wait at once (nothing can arrive).
+template <typename TryRead>
+ssize_t WaitFor(Fabric* fabric, int timeout_ms, TryRead try_read) {
+  softfab::sim::SimFabric& sim = *fabric->sim;
+  const uint64_t start = sim.clock().NowNs();
+  const uint64_t deadline =
+      timeout_ms < 0 ? UINT64_MAX
+                     : start + static_cast<uint64_t>(timeout_ms) * 1000000;
+  while (true) {
+    const ssize_t n = try_read();
+    if (n != -EAGAIN) return n;
+    if (sim.pending_events() == 0) {
+      return Fail(ETIMEDOUT, "the fabric is idle: nothing will arrive");
+    }
+    if (sim.clock().NowNs() >= deadline) return Fail(ETIMEDOUT, "timed out");
+    sim.Step();
+  }
+}
+
+ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
+  auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
+  if (!ev.ok()) {
+    last_error = ev.status().message();
+    return -ev.status().code();
+  }
+  const core::EqEvent& e = **ev;
+  auto* out = static_cast<sf_eq_cm_entry*>(buf);
+  out->fid = static_cast<sf_fid*>(e.fid);
+  out->info = nullptr;
+  if (e.type == core::kEqConnReq && !(flags & SF_PEEK)) {
+    auto* info = new sf_info;
+    info->magic = kMagic;
+    info->request = e.info;
+    out->info = info;
+  }
+  const size_t n = std::min(e.data.size(), len - sizeof(sf_eq_cm_entry));
+  if (n > 0) std::memcpy(out->data, e.data.data(), n);
+  *event = e.type;
+  return static_cast<ssize_t>(sizeof(sf_eq_cm_entry) + n);
+}
+
+int CheckEqRead(Eq* eq, uint32_t* event, void* buf, size_t len,
+                uint64_t flags) {
+  if (eq == nullptr) return Fail(EINVAL, "not an event queue");
+  if (event == nullptr || buf == nullptr) {
+    return Fail(EINVAL, "event and buf must not be NULL");
+  }
+  if (len < sizeof(sf_eq_cm_entry)) {
+    return Fail(EINVAL, "buf must hold an sf_eq_cm_entry");
+  }
+  if (flags & ~SF_PEEK) return Fail(EINVAL, "flags: 0 or SF_PEEK");
+  return 0;
 }
 
 }  // namespace
@@ -546,23 +642,8 @@ ssize_t sf_cq_sread(sf_cq* pub, void* buf, size_t count, const void* cond,
   Cq* cq = AsCq(pub);
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
   if (cond != nullptr) return Fail(EINVAL, "wait conditions are not supported");
-  softfab::sim::SimFabric& sim = *cq->domain->fabric->sim;
-  const uint64_t start = sim.clock().NowNs();
-  const uint64_t deadline =
-      timeout_ms < 0 ? UINT64_MAX
-                     : start + static_cast<uint64_t>(timeout_ms) * 1000000;
-  while (true) {
-    const ssize_t n = ReadCq(pub, buf, count, nullptr);
-    if (n != -EAGAIN) return n;
-    // Nothing can arrive once the fabric is idle; otherwise run it on.
-    if (sim.pending_events() == 0) {
-      return Fail(ETIMEDOUT, "the fabric is idle: nothing will complete");
-    }
-    if (sim.clock().NowNs() >= deadline) {
-      return Fail(ETIMEDOUT, "sf_cq_sread timed out");
-    }
-    sim.Step();
-  }
+  return WaitFor(cq->domain->fabric, timeout_ms,
+                 [&] { return ReadCq(pub, buf, count, nullptr); });
 }
 
 int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
@@ -608,13 +689,20 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   if (attr->tx_size > (1u << 20) || attr->rx_size > (1u << 20)) {
     return Fail(EINVAL, "tx_size and rx_size must be at most 2^20");
   }
+  if (attr->info != nullptr &&
+      (attr->type != SF_EP_MSG || !ValidInfo(attr->info))) {
+    return Fail(EINVAL,
+                "info must be an SF_CONNREQ's, for an SF_EP_MSG endpoint");
+  }
   auto ep = core::Endpoint::Create(d->device, d->pd, a);
   if (!ep.ok()) return Fail(ep.status());
   auto* e = new Ep;
+  if (attr->info != nullptr) e->request = attr->info->request;
   InitFid(&e->fid, SF_CLASS_EP, context);
   e->domain = d;
   e->ep = std::move(*ep);
   e->ep->rx_context()->set_user_handle(static_cast<sf_ep*>(e));
+  e->ep->set_user_handle(&e->fid);
   ++d->children;
   *out = e;
   return 0;
@@ -651,6 +739,19 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     ++av->users;
     return 0;
   }
+  if (IsClass(bfid, SF_CLASS_EQ)) {
+    Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(bfid));
+    if (eq->fabric != ep->domain->fabric) {
+      return Fail(EINVAL, "EQ belongs to another fabric");
+    }
+    if (flags != 0) return Fail(EINVAL, "EQ binding takes no flags");
+    if (ep->eq) return Fail(EINVAL, "an event queue is bound already");
+    const Status s = ep->ep->BindEq(eq->eq.get());
+    if (!s.ok()) return Fail(s);
+    ep->eq = eq;
+    ++eq->users;
+    return 0;
+  }
   if (IsClass(bfid, SF_CLASS_SRX_CTX)) {
     Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(bfid));
     if (srx->domain != ep->domain) {
@@ -667,7 +768,8 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     return 0;
   }
   return Fail(EINVAL,
-              "only a CQ, an AV or a shared receive context can be bound");
+              "only a CQ, an AV, an EQ or a shared receive context can be "
+              "bound");
 }
 
 int sf_srx_context(sf_domain* pub, const sf_rx_attr* attr, sf_ep** out,
@@ -733,16 +835,19 @@ int sf_ep_query(sf_ep* pub, sf_ep_attr* attr) {
 }
 
 int sf_getname(sf_fid* fid, void* addr, size_t* addrlen) {
-  if (!IsClass(fid, SF_CLASS_EP) || addrlen == nullptr) {
+  const bool pep = IsClass(fid, SF_CLASS_PEP);
+  if ((!IsClass(fid, SF_CLASS_EP) && !pep) || addrlen == nullptr) {
     return Fail(EINVAL, "bad argument");
   }
-  Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+  core::Endpoint* ep =
+      pep ? static_cast<Pep*>(reinterpret_cast<sf_pep*>(fid))->ep.get()
+          : static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep.get();
   const size_t room = *addrlen;
   *addrlen = SF_NAME_BYTES;
   if (addr == nullptr || room < SF_NAME_BYTES) {
     return Fail(SF_ETOOSMALL, "name buffer too small (size written back)");
   }
-  softfab::wire::EncodeName(ep->ep->name(), static_cast<uint8_t*>(addr));
+  softfab::wire::EncodeName(ep->name(), static_cast<uint8_t*>(addr));
   return 0;
 }
 
@@ -849,9 +954,26 @@ int sf_close(sf_fid* fid) {
       }
       if (ep->av) --ep->av->users;
       if (ep->srx) --ep->srx->users;
+      if (ep->eq) --ep->eq->users;
       --ep->domain->children;
       ep->fid.magic = 0;
       delete ep;
+      return 0;
+    }
+    case SF_CLASS_EQ: {
+      Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(fid));
+      if (eq->users) return Fail(EBUSY, "endpoints are bound to it");
+      --eq->fabric->children;
+      eq->fid.magic = 0;
+      delete eq;
+      return 0;
+    }
+    case SF_CLASS_PEP: {
+      Pep* pep = static_cast<Pep*>(reinterpret_cast<sf_pep*>(fid));
+      if (pep->eq) --pep->eq->users;
+      --pep->domain->children;
+      pep->fid.magic = 0;
+      delete pep;
       return 0;
     }
     case SF_CLASS_SRX_CTX: {
@@ -906,6 +1028,143 @@ int sf_close(sf_fid* fid) {
     default:
       return Fail(EINVAL, "not a softfab object");
   }
+}
+
+// ---- Connections and event queues ----
+
+int sf_eq_open(sf_fabric* pub, const sf_eq_attr* attr, sf_eq** out,
+               void* context) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || out == nullptr) {
+    return Fail(EINVAL, "fabric and eq must be valid");
+  }
+  const size_t size = attr && attr->size ? attr->size : 64;
+  if (size > (1u << 20)) return Fail(EINVAL, "EQ size too large");
+  if (attr && attr->flags) return Fail(EINVAL, "no EQ flags are supported");
+  auto* eq = new Eq;
+  InitFid(&eq->fid, SF_CLASS_EQ, context);
+  eq->fabric = f;
+  eq->eq = std::make_unique<core::EventQueue>(size);
+  ++f->children;
+  *out = eq;
+  return 0;
+}
+
+ssize_t sf_eq_read(sf_eq* pub, uint32_t* event, void* buf, size_t len,
+                   uint64_t flags) {
+  Eq* eq = AsEq(pub);
+  if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
+  return ReadEq(eq, event, buf, len, flags);
+}
+
+ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
+                    int timeout_ms, uint64_t flags) {
+  Eq* eq = AsEq(pub);
+  if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
+  return WaitFor(eq->fabric, timeout_ms,
+                 [&] { return ReadEq(eq, event, buf, len, flags); });
+}
+
+ssize_t sf_eq_readerr(sf_eq* pub, sf_eq_err_entry* buf, uint64_t flags) {
+  Eq* eq = AsEq(pub);
+  if (eq == nullptr || buf == nullptr || flags != 0) {
+    return Fail(EINVAL, "bad argument");
+  }
+  auto ev = eq->eq->ReadError();
+  if (!ev.ok()) return Fail(ev.status());
+  eq->err_data = std::move(ev->data);
+  *buf = sf_eq_err_entry{};
+  buf->fid = static_cast<sf_fid*>(ev->fid);
+  buf->context = buf->fid ? buf->fid->context : nullptr;
+  buf->err = ev->err;
+  buf->err_data = eq->err_data.empty() ? nullptr : eq->err_data.data();
+  buf->err_data_size = eq->err_data.size();
+  return sizeof *buf;
+}
+
+int sf_passive_ep(sf_domain* pub, sf_pep** out, void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and pep must be valid");
+  }
+  auto ep = core::Endpoint::CreateListener(d->device, d->pd);
+  if (!ep.ok()) return Fail(ep.status());
+  auto* pep = new Pep;
+  InitFid(&pep->fid, SF_CLASS_PEP, context);
+  pep->domain = d;
+  pep->ep = std::move(*ep);
+  pep->ep->set_user_handle(&pep->fid);
+  ++d->children;
+  *out = pep;
+  return 0;
+}
+
+int sf_pep_bind(sf_pep* pub, sf_fid* bfid, uint64_t flags) {
+  Pep* pep = AsPep(pub);
+  if (pep == nullptr) return Fail(EINVAL, "not a passive endpoint");
+  if (!IsClass(bfid, SF_CLASS_EQ)) return Fail(EINVAL, "bind an event queue");
+  if (flags != 0) return Fail(EINVAL, "EQ binding takes no flags");
+  Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(bfid));
+  if (eq->fabric != pep->domain->fabric) {
+    return Fail(EINVAL, "EQ belongs to another fabric");
+  }
+  if (pep->eq) return Fail(EINVAL, "an event queue is bound already");
+  const Status s = pep->ep->BindEq(eq->eq.get());
+  if (!s.ok()) return Fail(s);
+  pep->eq = eq;
+  ++eq->users;
+  return 0;
+}
+
+int sf_listen(sf_pep* pub) {
+  Pep* pep = AsPep(pub);
+  if (pep == nullptr) return Fail(EINVAL, "not a passive endpoint");
+  const Status s = pep->ep->Listen();
+  return s.ok() ? 0 : Fail(s);
+}
+
+int sf_connect(sf_ep* pub, const void* addr, const void* param,
+               size_t paramlen) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr || addr == nullptr) {
+    return Fail(EINVAL, "ep and addr must be valid");
+  }
+  softfab::wire::Name name;
+  softfab::wire::DecodeName(static_cast<const uint8_t*>(addr), &name);
+  const Status s = ep->ep->Connect(name, param, paramlen);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int sf_accept(sf_ep* pub, const void* param, size_t paramlen) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr) return Fail(EINVAL, "not an endpoint");
+  if (ep->request == nullptr) {
+    return Fail(EINVAL, "create the endpoint with the SF_CONNREQ's info");
+  }
+  const Status s = ep->ep->Accept(*ep->request, param, paramlen);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int sf_reject(sf_pep* pub, sf_info* info, const void* param, size_t paramlen) {
+  Pep* pep = AsPep(pub);
+  if (pep == nullptr || !ValidInfo(info)) {
+    return Fail(EINVAL, "pep and info must be valid");
+  }
+  const Status s = pep->ep->Reject(*info->request, param, paramlen);
+  return s.ok() ? 0 : Fail(s);
+}
+
+int sf_shutdown(sf_ep* pub, uint64_t flags) {
+  Ep* ep = AsEp(pub);
+  if (ep == nullptr || flags != 0) return Fail(EINVAL, "bad argument");
+  const Status s = ep->ep->Shutdown();
+  return s.ok() ? 0 : Fail(s);
+}
+
+void sf_freeinfo(sf_info* info) {
+  if (!ValidInfo(info)) return;
+  info->magic = 0;
+  delete info;
 }
 
 // ---- fi_msg ----

@@ -112,10 +112,6 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
   if (device == nullptr || pd == nullptr) {
     return InvalidArgument("endpoint needs a device and a protection domain");
   }
-  if (attr.type == EndpointType::kMsg) {
-    return NotSupported(
-        "FI_EP_MSG endpoints (connect/accept) are not implemented yet");
-  }
   if (attr.tx_size == 0 || attr.rx_size == 0 || attr.credits == 0 ||
       attr.peers_max == 0 || attr.eager_max == 0 ||
       attr.inject_size > attr.eager_max || attr.tx_size > (1u << 20) ||
@@ -290,10 +286,27 @@ Status Endpoint::InitRdm() {
   return Status::Ok();
 }
 
+StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
+    transport::Device* device, transport::ProtectionDomain* pd) {
+  // A listener only runs the CM: the smallest data path there is.
+  EndpointAttr attr;
+  attr.type = EndpointType::kMsg;
+  attr.tx_size = 1;
+  attr.rx_size = 1;
+  attr.credits = 1;
+  attr.eager_max = 64;
+  attr.inject_size = 0;
+  attr.peers_max = 4096;
+  auto ep = Create(device, pd, attr);
+  if (ep.ok()) (*ep)->listener_ = true;
+  return ep;
+}
+
 Endpoint::~Endpoint() {
-  if (enabled_) {
-    auto& eps = rx_->endpoints_;
-    eps.erase(std::find(eps.begin(), eps.end(), this));
+  if (eq_) eq_->Remove(this);
+  auto& eps = rx_->endpoints_;
+  if (auto it = std::find(eps.begin(), eps.end(), this); it != eps.end()) {
+    eps.erase(it);
   }
   if (rx_ != own_rx_.get()) {
     // A shared context outlives us: take back what refers to this endpoint.
@@ -450,6 +463,13 @@ uint32_t Endpoint::FindOrAddPeer(const wire::Name& name) {
 }
 
 StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
+  if (attr_.type == EndpointType::kMsg) {
+    // One connection; the destination address is ignored (fi_msg(3)).
+    if (listener_ || peers_.empty()) {
+      return Status(ENOTCONN, "FI_EP_MSG endpoint is not connected");
+    }
+    return 0u;
+  }
   if (av_ == nullptr) return InvalidArgument("no address vector bound");
   auto name = av_->Lookup(dest);
   if (!name) return InvalidArgument("destination is not in the address vector");
@@ -1589,7 +1609,7 @@ Status Endpoint::StartConnect(uint32_t peer) {
   ++stats_.cm_requests;
   // A full CM send queue (many connections starting at once) only delays the
   // request: the retry timer sends it.
-  if (Status s = SendCm(peer, wire::CmType::kRequest);
+  if (Status s = SendCm(peer, RequestType());
       !s.ok() && s.code() != ENOMEM && s.code() != EAGAIN) {
     return s;
   }
@@ -1608,12 +1628,22 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   wire::CmMessage m;
   m.type = type;
   m.from = name_;
-  m.rc_qpn = p.qp->qp_num();
+  m.rc_qpn = p.qp ? p.qp->qp_num() : 0;
   m.psn = p.psn;
   m.credit_addr = reinterpret_cast<uint64_t>(&credit_words_[peer]);
   m.credit_rkey = credit_mr_->rkey();
   m.credits = attr_.credits;
-  m.request_id = type == wire::CmType::kRequest ? p.request_id : p.answered_id;
+  // The initiator's id: its own for what it sends, echoed by the other side.
+  const bool initiator = type == wire::CmType::kRequest ||
+                         type == wire::CmType::kConnect ||
+                         type == wire::CmType::kEstablished ||
+                         (type == wire::CmType::kDisconnect && !accepted_);
+  m.request_id = initiator ? p.request_id : p.answered_id;
+  if (type == wire::CmType::kConnect || type == wire::CmType::kReject ||
+      (type == wire::CmType::kReply && attr_.type == EndpointType::kMsg)) {
+    m.data_len = cm_data_len_;
+    std::memcpy(m.data, cm_data_, cm_data_len_);
+  }
   // Send slots follow the receive slots in cm_buffers_.
   const uint32_t slot = kCmBuffers + (cm_send_next_++ % kCmBuffers);
   uint8_t* buf = cm_buffers_.data() + slot * kCmSlotBytes;
@@ -1638,6 +1668,13 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   if (!wire::DecodeCm(bytes, len, &m) || m.from == name_) {
     ++stats_.bad_headers;
     return;
+  }
+  if (attr_.type == EndpointType::kMsg) {
+    OnMsgCm(m);
+    return;
+  }
+  if (m.type != wire::CmType::kRequest && m.type != wire::CmType::kReply) {
+    return;  // FI_EP_MSG traffic that reached an RDM endpoint.
   }
   if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
       peers_.size() >= attr_.peers_max) {
@@ -1711,9 +1748,20 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
   peer_by_qpn_[p.qp->qp_num()] = peer;
 }
 
-void Endpoint::FailPeer(uint32_t peer, int err) {
+void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
   Peer& p = peers_[peer];
+  const PeerState was = p.state;
   p.state = PeerState::kFailed;
+  if (attr_.type == EndpointType::kMsg && !listener_ && !shutdown_ &&
+      was != PeerState::kFailed) {
+    const uint8_t* data = cm ? cm->data : nullptr;
+    const size_t len = cm ? cm->data_len : 0;
+    if (connected_reported_) {
+      PushEvent(kEqShutdown, 0, data, len);  // The connection went away.
+    } else {
+      PushEvent(0, err, data, len);  // Connecting failed.
+    }
+  }
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();
@@ -1721,6 +1769,250 @@ void Endpoint::FailPeer(uint32_t peer, int err) {
     tx_ops_[index].used = false;
     tx_free_.push_back(index);
   }
+}
+
+// ------------------------------------------------------------------- FI_EP_MSG
+
+Status Endpoint::BindEq(EventQueue* eq) {
+  if (attr_.type != EndpointType::kMsg) {
+    return InvalidArgument("only FI_EP_MSG endpoints bind an event queue");
+  }
+  if (eq == nullptr) return InvalidArgument("null event queue");
+  if (eq_ != nullptr && eq_ != eq) {
+    return InvalidArgument("an event queue is bound already");
+  }
+  eq_ = eq;
+  eq_->Add(this);
+  return Status::Ok();
+}
+
+Status Endpoint::Listen() {
+  if (!listener_) return InvalidArgument("not a passive endpoint");
+  if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
+  enabled_ = true;
+  return Status::Ok();
+}
+
+void Endpoint::PushEvent(uint32_t type, int err, const uint8_t* data,
+                         size_t len) {
+  if (eq_ == nullptr) return;
+  EqEvent e;
+  e.type = type;
+  e.err = err;
+  e.fid = user_handle_;
+  if (len > 0) e.data.assign(data, data + len);
+  eq_->Push(std::move(e));
+}
+
+namespace {
+Status CheckCmData(const void* data, size_t len) {
+  if (len > wire::kCmDataMax) {
+    return InvalidArgument("connection data exceeds FI_OPT_CM_DATA_SIZE (56)");
+  }
+  if (len > 0 && data == nullptr) {
+    return InvalidArgument("null connection data with a non-zero length");
+  }
+  return Status::Ok();
+}
+}  // namespace
+
+Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
+  if (attr_.type != EndpointType::kMsg || listener_) {
+    return InvalidArgument("fi_connect needs an FI_EP_MSG endpoint");
+  }
+  if (Status s = CheckCmData(data, len); !s.ok()) return s;
+  if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
+  if (!enabled_) return Status(kErrOpBadState, "enable the endpoint first");
+  if (!peers_.empty()) {
+    return Status(kErrOpBadState, "connecting or connected already");
+  }
+  cm_data_len_ = static_cast<uint8_t>(len);
+  if (len > 0) std::memcpy(cm_data_, data, len);
+  const uint32_t peer = FindOrAddPeer(to);
+  if (Status s = StartConnect(peer); !s.ok()) {
+    FailPeer(peer, EIO);
+    return s;
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
+  if (attr_.type != EndpointType::kMsg || listener_) {
+    return InvalidArgument("fi_accept needs an FI_EP_MSG endpoint");
+  }
+  if (Status s = CheckCmData(data, len); !s.ok()) return s;
+  if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
+  if (!enabled_) return Status(kErrOpBadState, "enable the endpoint first");
+  if (!peers_.empty()) {
+    return Status(kErrOpBadState, "connecting or connected already");
+  }
+  const wire::CmMessage& m = req.request;
+  cm_data_len_ = static_cast<uint8_t>(len);
+  if (len > 0) std::memcpy(cm_data_, data, len);
+  const uint32_t peer = FindOrAddPeer(m.from);
+  Peer& p = peers_[peer];
+  auto qp = NewRcQp();
+  if (!qp.ok()) {
+    p.state = PeerState::kFailed;
+    return qp.status();
+  }
+  p.qp = *qp;
+  p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
+  if (Status s = ConnectQp(p, m.rc_qpn, m.psn); !s.ok()) {
+    p.state = PeerState::kFailed;
+    return s;
+  }
+  p.answered_id = m.request_id;
+  p.granted = m.credits;
+  p.remote_credit_addr = m.credit_addr;
+  p.remote_credit_rkey = m.credit_rkey;
+  accepted_ = true;
+  OnConnected(peer, /*ready=*/false);
+  if (p.state != PeerState::kConnected) return NoMemory("no receive buffers");
+  (void)SendCm(peer, wire::CmType::kReply);
+  p.retries = 0;
+  p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
+  device_->ScheduleWakeup(p.retry_at_ns);
+  return Status::Ok();
+}
+
+Status Endpoint::Reject(const ConnRequest& req, const void* data, size_t len) {
+  if (!listener_)
+    return InvalidArgument("fi_reject needs the passive endpoint");
+  if (Status s = CheckCmData(data, len); !s.ok()) return s;
+  auto it = peer_by_name_.find(req.request.from);
+  if (it == peer_by_name_.end() ||
+      peers_[it->second].answered_id != req.request.request_id ||
+      peers_[it->second].state != PeerState::kIdle) {
+    return InvalidArgument("not a pending request of this passive endpoint");
+  }
+  cm_data_len_ = static_cast<uint8_t>(len);
+  if (len > 0) std::memcpy(cm_data_, data, len);
+  peers_[it->second].state = PeerState::kFailed;
+  return SendCm(it->second, wire::CmType::kReject);
+}
+
+Status Endpoint::Shutdown() {
+  if (attr_.type != EndpointType::kMsg || listener_) {
+    return InvalidArgument("fi_shutdown needs an FI_EP_MSG endpoint");
+  }
+  if (peers_.empty() || peers_[0].state != PeerState::kConnected) {
+    return Status(kErrOpBadState, "not connected");
+  }
+  shutdown_ = true;
+  (void)SendCm(0, wire::CmType::kDisconnect);
+  FailPeer(0, ECONNRESET);
+  return Status::Ok();
+}
+
+void Endpoint::OnMsgCm(const wire::CmMessage& m) {
+  if (listener_) {
+    if (m.type != wire::CmType::kConnect) return;
+    if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
+        peers_.size() >= attr_.peers_max) {
+      return;  // Full: the connector times out.
+    }
+    const uint32_t peer = FindOrAddPeer(m.from);
+    Peer& p = peers_[peer];
+    if (p.answered_id == m.request_id) {
+      // A retry: the decision is pending, or it was a rejection that got lost.
+      (void)SendCm(peer, p.state == PeerState::kFailed
+                             ? wire::CmType::kReject
+                             : wire::CmType::kPending);
+      return;
+    }
+    p.answered_id = m.request_id;
+    p.state = PeerState::kIdle;
+    cm_data_len_ = 0;
+    (void)SendCm(peer, wire::CmType::kPending);
+    if (eq_ != nullptr) {
+      EqEvent e;
+      e.type = kEqConnReq;
+      e.fid = user_handle_;
+      e.info = std::make_shared<ConnRequest>(ConnRequest{m});
+      e.data.assign(m.data, m.data + m.data_len);
+      eq_->Push(std::move(e));
+    }
+    return;
+  }
+  if (peers_.empty()) return;
+  Peer& p = peers_[0];
+  switch (m.type) {
+    case wire::CmType::kPending:
+      // The listener has it: wait for the application's decision.
+      if (p.state == PeerState::kConnecting && m.request_id == p.request_id) {
+        p.retries = 0;
+      }
+      return;
+    case wire::CmType::kReject:
+      if (p.state == PeerState::kConnecting && m.request_id == p.request_id) {
+        FailPeer(0, ECONNREFUSED, &m);
+      }
+      return;
+    case wire::CmType::kReply: {
+      if (accepted_ || m.request_id != p.request_id) return;
+      if (p.state == PeerState::kConnected) {
+        // Our kEstablished was lost: the acceptor asks again.
+        if (m.from == p.name) (void)SendCm(0, wire::CmType::kEstablished);
+        return;
+      }
+      if (p.state != PeerState::kConnecting) return;
+      if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+        FailPeer(0, EIO);
+        return;
+      }
+      // From here on the peer is the accepting endpoint, not the listener.
+      peer_by_name_.erase(p.name);
+      p.name = m.from;
+      peer_by_name_.emplace(m.from, 0);
+      if (p.ah) (void)p.ah->Destroy();
+      p.ah = nullptr;
+      p.granted = m.credits;
+      p.remote_credit_addr = m.credit_addr;
+      p.remote_credit_rkey = m.credit_rkey;
+      OnConnected(0, /*ready=*/true);
+      if (p.state != PeerState::kConnected) return;
+      (void)SendCm(0, wire::CmType::kEstablished);
+      connected_reported_ = true;
+      PushEvent(kEqConnected, 0, m.data, m.data_len);
+      return;
+    }
+    case wire::CmType::kEstablished:
+      if (accepted_ && m.from == p.name && m.request_id == p.answered_id) {
+        p.ready = true;
+      }
+      return;
+    case wire::CmType::kDisconnect:
+      if (m.from == p.name && p.state == PeerState::kConnected) {
+        FailPeer(0, ECONNRESET);
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+void Endpoint::MsgTimers(uint64_t now) {
+  if (listener_ || peers_.empty()) return;
+  Peer& p = peers_[0];
+  if (!accepted_ || p.state != PeerState::kConnected) return;
+  if (p.ready) {
+    if (!connected_reported_) {
+      connected_reported_ = true;
+      PushEvent(kEqConnected, 0, nullptr, 0);
+    }
+    return;
+  }
+  // The acceptor repeats its reply until the connector confirms.
+  if (now < p.retry_at_ns) return;
+  if (++p.retries > attr_.cm_retries_max) {
+    FailPeer(0, ETIMEDOUT);
+    return;
+  }
+  ++stats_.cm_retries;
+  (void)SendCm(0, wire::CmType::kReply);
+  p.retry_at_ns = now + attr_.cm_retry_ns;
+  device_->ScheduleWakeup(p.retry_at_ns);
 }
 
 // ------------------------------------------------------------------- progress
@@ -1790,10 +2082,11 @@ void Endpoint::Progress() {
       continue;
     }
     ++stats_.cm_retries;
-    (void)SendCm(i, wire::CmType::kRequest);
+    (void)SendCm(i, RequestType());
     p.retry_at_ns = now + attr_.cm_retry_ns;
     device_->ScheduleWakeup(p.retry_at_ns);
   }
+  if (attr_.type == EndpointType::kMsg) MsgTimers(now);
   FlushCreditWrites();
   // Acks and sends that waited for a connection or a credit, in peer order.
   for (uint32_t i = 0; i < peers_.size(); ++i) {

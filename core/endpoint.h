@@ -37,6 +37,7 @@
 
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
+#include "core/event_queue.h"
 #include "core/flags.h"
 #include "core/matcher.h"
 #include "core/status.h"
@@ -272,6 +273,32 @@ class Endpoint {
   // Polls the transport and runs the protocol. Called by CQ reads.
   void Progress();
 
+  // ---- FI_EP_MSG: connection management (fi_cm(3)) ----
+  // A listener (fi_passive_ep): receives connection requests and reports each
+  // as a kEqConnReq event with a ConnRequest. Its name is the address to
+  // connect to.
+  static StatusOr<std::unique_ptr<Endpoint>> CreateListener(
+      transport::Device* device, transport::ProtectionDomain* pd);
+  bool listener() const { return listener_; }
+  // The API's object for this endpoint, reported as the events' fid and a
+  // buffered receive's RecvContext::ep.
+  void set_user_handle(void* handle) { user_handle_ = handle; }
+  // fi_ep_bind / fi_pep_bind to an event queue (before connect or listen).
+  Status BindEq(EventQueue* eq);
+  // fi_listen.
+  Status Listen();
+  // fi_connect: to a listener's name, with up to kCmDataMax bytes of private
+  // data. kEqConnected (with the acceptor's data) or an error event
+  // (ECONNREFUSED, ETIMEDOUT) follows on the bound event queue.
+  Status Connect(const wire::Name& to, const void* data, size_t len);
+  // fi_accept: this endpoint takes the request; kEqConnected follows once the
+  // connector confirms (or its first message arrives).
+  Status Accept(const ConnRequest& request, const void* data, size_t len);
+  // fi_reject (on the listener that reported the request).
+  Status Reject(const ConnRequest& request, const void* data, size_t len);
+  // fi_shutdown: the peer gets kEqShutdown; sends still queued fail.
+  Status Shutdown();
+
   // Counters for tests and reports.
   struct Stats {
     uint64_t eagain = 0;
@@ -449,7 +476,16 @@ class Endpoint {
   Status ConnectQp(Peer& peer, uint32_t remote_qpn, uint32_t remote_psn);
   StatusOr<transport::QueuePair*> NewRcQp();
   void OnConnected(uint32_t peer, bool ready);
-  void FailPeer(uint32_t peer, int err);
+  // Marks `peer` failed (its queued sends complete with `err`); on an
+  // FI_EP_MSG endpoint also reports it on the event queue.
+  void FailPeer(uint32_t peer, int err, const wire::CmMessage* cm = nullptr);
+  void OnMsgCm(const wire::CmMessage& m);
+  void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len);
+  void MsgTimers(uint64_t now);
+  wire::CmType RequestType() const {
+    return attr_.type == EndpointType::kMsg ? wire::CmType::kConnect
+                                            : wire::CmType::kRequest;
+  }
   static bool CanSend(const Peer& p) {
     return p.state == PeerState::kConnected && p.ready;
   }
@@ -469,6 +505,15 @@ class Endpoint {
   std::unique_ptr<RxContext> own_rx_;
   RxContext* rx_ = nullptr;  // own_rx_ or a shared context.
   size_t buffered_min_ = 0;
+  // FI_EP_MSG.
+  bool listener_ = false;
+  EventQueue* eq_ = nullptr;
+  void* user_handle_ = nullptr;
+  bool accepted_ = false;            // This side accepted (waits for RTU).
+  bool connected_reported_ = false;  // kEqConnected written.
+  bool shutdown_ = false;            // fi_shutdown called.
+  uint8_t cm_data_[wire::kCmDataMax] = {};  // Private data we send.
+  uint8_t cm_data_len_ = 0;
   AddressVector* av_ = nullptr;
 
   transport::CompletionQueue* send_cq_ = nullptr;

@@ -23,6 +23,7 @@ struct Peer {
   sf_cq* cq = nullptr;
   sf_av* av = nullptr;
   sf_ep* ep = nullptr;
+  sf_eq* eq = nullptr;  // SF_EP_MSG only.
   std::vector<sf_addr_t> addr;
 };
 
@@ -55,26 +56,66 @@ class Fixture {
              << "sf_fabric_open: " << sf_last_error();
     }
     peers.resize(nodes);
+    const bool msg = type == SF_EP_MSG;
+    if (msg && nodes != 2) {
+      return ::testing::AssertionFailure() << "SF_EP_MSG pairs: 2 nodes";
+    }
     std::vector<uint8_t> names(nodes * SF_NAME_BYTES);
+    sf_ep_attr ea{};
+    ea.type = type;
+    ea.caps = SF_MSG | SF_TAGGED | caps;
+    ea.mode = mode;
+    auto make_ep = [&](int i) {
+      Peer& p = peers[i];
+      size_t len = SF_NAME_BYTES;
+      return sf_endpoint(p.domain, &ea, &p.ep, nullptr) ||
+             sf_ep_bind(p.ep, &p.cq->fid, SF_TRANSMIT | SF_RECV | bind_flags) ||
+             sf_ep_bind(p.ep, &p.av->fid, 0) ||
+             (p.eq && sf_ep_bind(p.ep, &p.eq->fid, 0)) ||
+             (before_enable && before_enable(i, p.ep)) || sf_enable(p.ep) ||
+             sf_getname(&p.ep->fid, &names[i * SF_NAME_BYTES], &len);
+    };
     for (int i = 0; i < nodes; ++i) {
       Peer& p = peers[i];
       sf_cq_attr ca{};
       ca.size = 8192;
       ca.format = SF_CQ_FORMAT_TAGGED;
-      sf_ep_attr ea{};
-      ea.type = type;
-      ea.caps = SF_MSG | SF_TAGGED | caps;
-      ea.mode = mode;
-      size_t len = SF_NAME_BYTES;
       if (sf_domain_open(fabric, i, &p.domain, nullptr) ||
           sf_cq_open(p.domain, &ca, &p.cq, nullptr) ||
           sf_av_open(p.domain, nullptr, &p.av, nullptr) ||
-          sf_endpoint(p.domain, &ea, &p.ep, nullptr) ||
-          sf_ep_bind(p.ep, &p.cq->fid, SF_TRANSMIT | SF_RECV | bind_flags) ||
-          sf_ep_bind(p.ep, &p.av->fid, 0) ||
-          (before_enable && before_enable(i, p.ep)) || sf_enable(p.ep) ||
-          sf_getname(&p.ep->fid, &names[i * SF_NAME_BYTES], &len)) {
+          (msg && sf_eq_open(fabric, nullptr, &p.eq, nullptr)) ||
+          // FI_EP_MSG: node 0's endpoint comes from the accepted request.
+          (!(msg && i == 0) && make_ep(i))) {
         return ::testing::AssertionFailure() << "setup: " << sf_last_error();
+      }
+    }
+    if (msg) {
+      // Node 1 connects to a listener on node 0, which accepts.
+      uint8_t pep_name[SF_NAME_BYTES];
+      size_t len = sizeof pep_name;
+      uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+      auto* entry = reinterpret_cast<sf_eq_cm_entry*>(buf);
+      uint32_t event = 0;
+      if (sf_passive_ep(peers[0].domain, &pep, nullptr) ||
+          sf_pep_bind(pep, &peers[0].eq->fid, 0) || sf_listen(pep) ||
+          sf_getname(&pep->fid, pep_name, &len) ||
+          sf_connect(peers[1].ep, pep_name, nullptr, 0) ||
+          sf_eq_sread(peers[0].eq, &event, buf, sizeof buf, 1000, 0) <= 0 ||
+          event != SF_CONNREQ) {
+        return ::testing::AssertionFailure() << "connect: " << sf_last_error();
+      }
+      ea.info = entry->info;
+      const int rc = make_ep(0);
+      sf_freeinfo(entry->info);
+      ea.info = nullptr;
+      if (rc || sf_accept(peers[0].ep, nullptr, 0)) {
+        return ::testing::AssertionFailure() << "accept: " << sf_last_error();
+      }
+      for (int i : {1, 0}) {
+        if (WaitEvent(i, &event) <= 0 || event != SF_CONNECTED) {
+          return ::testing::AssertionFailure()
+                 << "connected " << i << ": " << sf_last_error();
+        }
       }
     }
     for (Peer& p : peers) {
@@ -87,11 +128,27 @@ class Fixture {
     return ::testing::AssertionSuccess();
   }
 
+  // Reads peer i's next event, driving every peer's CQ too.
+  ssize_t WaitEvent(int i, uint32_t* event, int rounds = 100000) {
+    uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+    for (int r = 0; r < rounds; ++r) {
+      const ssize_t n = sf_eq_read(peers[i].eq, event, buf, sizeof buf, 0);
+      if (n != -SF_EAGAIN) return n;
+      Progress();
+    }
+    return -SF_EAGAIN;
+  }
+
   void Close() {
+    if (pep) {
+      EXPECT_EQ(sf_close(&pep->fid), 0) << sf_last_error();
+      pep = nullptr;
+    }
     for (Peer& p : peers) {
       for (sf_fid* fid :
-           {p.ep ? &p.ep->fid : nullptr, p.cq ? &p.cq->fid : nullptr,
-            p.av ? &p.av->fid : nullptr, p.domain ? &p.domain->fid : nullptr}) {
+           {p.ep ? &p.ep->fid : nullptr, p.eq ? &p.eq->fid : nullptr,
+            p.cq ? &p.cq->fid : nullptr, p.av ? &p.av->fid : nullptr,
+            p.domain ? &p.domain->fid : nullptr}) {
         if (fid) {
           EXPECT_EQ(sf_close(fid), 0) << sf_last_error();
         }
@@ -149,6 +206,7 @@ class Fixture {
   }
 
   sf_fabric* fabric = nullptr;
+  sf_pep* pep = nullptr;  // SF_EP_MSG: node 0's listener.
   std::vector<Peer> peers;
   // Runs on each peer's endpoint before sf_enable (options); non-zero fails.
   std::function<int(int, sf_ep*)> before_enable;

@@ -347,6 +347,251 @@ TEST_P(ConformanceMoreTest, BufferedTaggedMatchesPostedTags) {
   EXPECT_TRUE(f.Quiet(1));
 }
 
+// ---- FI_EP_MSG: connect, accept, reject, shutdown ----
+
+struct CmEvent {
+  uint32_t event = 0;
+  sf_fid* fid = nullptr;
+  sf_info* info = nullptr;
+  std::string data;
+};
+
+// Waits for peer i's next event (driving every peer); fails on an error.
+CmEvent NextEvent(Fixture& f, sf_eq* eq) {
+  alignas(8) uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+  CmEvent out;
+  ssize_t n = -SF_EAGAIN;
+  for (int r = 0; r < 100000 && n == -SF_EAGAIN; ++r) {
+    n = sf_eq_read(eq, &out.event, buf, sizeof buf, 0);
+    if (n == -SF_EAGAIN) f.Progress();
+  }
+  EXPECT_GE(n, static_cast<ssize_t>(sizeof(sf_eq_cm_entry))) << n;
+  if (n < static_cast<ssize_t>(sizeof(sf_eq_cm_entry))) return out;
+  auto* e = reinterpret_cast<sf_eq_cm_entry*>(buf);
+  out.fid = e->fid;
+  out.info = e->info;
+  out.data.assign(reinterpret_cast<char*>(e->data), n - sizeof(sf_eq_cm_entry));
+  return out;
+}
+
+// Two nodes with CQs, AVs and EQs, a listener on node 0 and an MSG endpoint
+// on node 1 (not connected yet).
+struct MsgSetup {
+  Fixture f;
+  sf_pep* pep = nullptr;
+  sf_ep* client = nullptr;
+  uint8_t pep_name[SF_NAME_BYTES] = {};
+
+  ::testing::AssertionResult Open(sf_backend backend) {
+    // The fixture's RDM peers give us domains and CQs; the MSG endpoints are
+    // extra objects on them.
+    if (auto r = f.Open(backend, 2); !r) return r;
+    for (::softfab::testing::Peer& p : f.peers) {
+      if (sf_eq_open(f.fabric, nullptr, &p.eq, nullptr)) {
+        return ::testing::AssertionFailure() << sf_last_error();
+      }
+    }
+    size_t len = sizeof pep_name;
+    if (sf_passive_ep(f.peers[0].domain, &pep, nullptr) ||
+        sf_pep_bind(pep, &f.peers[0].eq->fid, 0) || sf_listen(pep) ||
+        sf_getname(&pep->fid, pep_name, &len)) {
+      return ::testing::AssertionFailure() << sf_last_error();
+    }
+    f.pep = pep;
+    client = NewMsgEp(1, nullptr);
+    if (client == nullptr) return ::testing::AssertionFailure() << "client";
+    return ::testing::AssertionSuccess();
+  }
+
+  sf_ep* NewMsgEp(int node, sf_info* info) {
+    sf_ep_attr ea{};
+    ea.type = SF_EP_MSG;
+    ea.caps = SF_MSG | SF_TAGGED;
+    ea.info = info;
+    sf_ep* ep = nullptr;
+    ::softfab::testing::Peer& p = f.peers[node];
+    if (sf_endpoint(p.domain, &ea, &ep, nullptr) ||
+        sf_ep_bind(ep, &p.cq->fid, SF_TRANSMIT | SF_RECV) ||
+        sf_ep_bind(ep, &p.eq->fid, 0) || sf_enable(ep)) {
+      ADD_FAILURE() << sf_last_error();
+      return nullptr;
+    }
+    extra.push_back(ep);
+    return ep;
+  }
+
+  ~MsgSetup() {
+    for (sf_ep* ep : extra) EXPECT_EQ(sf_close(&ep->fid), 0);
+  }
+  std::vector<sf_ep*> extra;
+};
+
+TEST_P(ConformanceMoreTest, MsgConnectAcceptTransferShutdown) {
+  MsgSetup m;
+  ASSERT_TRUE(m.Open(backend()));
+  Fixture& f = m.f;
+  ASSERT_EQ(sf_connect(m.client, m.pep_name, "hello", 5), 0) << sf_last_error();
+  // Connecting twice is refused.
+  EXPECT_EQ(sf_connect(m.client, m.pep_name, nullptr, 0), -SF_EOPBADSTATE);
+  CmEvent req = NextEvent(f, f.peers[0].eq);
+  ASSERT_EQ(req.event, static_cast<uint32_t>(SF_CONNREQ));
+  EXPECT_EQ(req.fid, &m.pep->fid);
+  EXPECT_EQ(req.data, "hello");
+  ASSERT_NE(req.info, nullptr);
+  sf_ep* server = m.NewMsgEp(0, req.info);
+  sf_freeinfo(req.info);
+  ASSERT_NE(server, nullptr);
+  ASSERT_EQ(sf_accept(server, "welcome", 7), 0) << sf_last_error();
+  CmEvent c1 = NextEvent(f, f.peers[1].eq);
+  EXPECT_EQ(c1.event, static_cast<uint32_t>(SF_CONNECTED));
+  EXPECT_EQ(c1.fid, &m.client->fid);
+  EXPECT_EQ(c1.data, "welcome");
+  CmEvent c0 = NextEvent(f, f.peers[0].eq);
+  EXPECT_EQ(c0.event, static_cast<uint32_t>(SF_CONNECTED));
+  EXPECT_EQ(c0.fid, &server->fid);
+
+  // Both ways, untagged and tagged, eager and rendezvous.
+  const std::vector<uint8_t> a = Pattern(100, 1), b = Pattern(1 << 20, 2);
+  std::vector<uint8_t> ra(a.size()), rb(b.size());
+  int actx = 0, bctx = 0;
+  ASSERT_EQ(
+      sf_recv(server, ra.data(), ra.size(), nullptr, SF_ADDR_UNSPEC, &actx), 0);
+  ASSERT_EQ(sf_trecv(m.client, rb.data(), rb.size(), nullptr, SF_ADDR_UNSPEC,
+                     42, 0, &bctx),
+            0);
+  ASSERT_EQ(sf_send(m.client, a.data(), a.size(), nullptr, 0, nullptr), 0)
+      << sf_last_error();
+  ASSERT_EQ(sf_tsend(server, b.data(), b.size(), nullptr, 0, 42, nullptr), 0);
+  std::vector<sf_cq_tagged_entry> ok;
+  std::vector<sf_cq_err_entry> err;
+  f.Collect(0, 2, &ok, &err);  // server: recv + send
+  f.Collect(1, 2, &ok, &err);  // client: send + recv
+  EXPECT_EQ(err.size(), 0u);
+  EXPECT_EQ(ra, a);
+  EXPECT_EQ(rb, b);
+  for (const auto& e : ok) {
+    if (e.op_context == &actx || e.op_context == &bctx) {
+      EXPECT_EQ(e.len, e.op_context == &actx ? a.size() : b.size());
+    }
+  }
+
+  // Shutdown: the peer hears of it; further sends fail on both sides.
+  ASSERT_EQ(sf_shutdown(m.client, 0), 0) << sf_last_error();
+  CmEvent down = NextEvent(f, f.peers[0].eq);
+  EXPECT_EQ(down.event, static_cast<uint32_t>(SF_SHUTDOWN));
+  EXPECT_EQ(down.fid, &server->fid);
+  EXPECT_EQ(sf_send(m.client, a.data(), a.size(), nullptr, 0, nullptr),
+            -SF_EHOSTUNREACH);
+  EXPECT_EQ(sf_send(server, a.data(), a.size(), nullptr, 0, nullptr),
+            -SF_EHOSTUNREACH);
+  EXPECT_EQ(sf_shutdown(m.client, 0), -SF_EOPBADSTATE);
+}
+
+TEST_P(ConformanceMoreTest, MsgRejectCarriesDataToTheConnector) {
+  MsgSetup m;
+  ASSERT_TRUE(m.Open(backend()));
+  Fixture& f = m.f;
+  ASSERT_EQ(sf_connect(m.client, m.pep_name, nullptr, 0), 0);
+  CmEvent req = NextEvent(f, f.peers[0].eq);
+  ASSERT_EQ(req.event, static_cast<uint32_t>(SF_CONNREQ));
+  ASSERT_EQ(sf_reject(m.pep, req.info, "busy", 4), 0) << sf_last_error();
+  // Rejecting twice is refused.
+  EXPECT_EQ(sf_reject(m.pep, req.info, nullptr, 0), -SF_EINVAL);
+  sf_freeinfo(req.info);
+  uint32_t event = 0;
+  alignas(8) uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+  ssize_t n = -SF_EAGAIN;
+  for (int r = 0; r < 100000 && n == -SF_EAGAIN; ++r) {
+    n = sf_eq_read(f.peers[1].eq, &event, buf, sizeof buf, 0);
+    if (n == -SF_EAGAIN) f.Progress();
+  }
+  ASSERT_EQ(n, -SF_EAVAIL);
+  sf_eq_err_entry x;
+  ASSERT_EQ(sf_eq_readerr(f.peers[1].eq, &x, 0),
+            static_cast<ssize_t>(sizeof x));
+  EXPECT_EQ(x.err, SF_ECONNREFUSED);
+  EXPECT_EQ(x.fid, &m.client->fid);
+  ASSERT_EQ(x.err_data_size, 4u);
+  EXPECT_EQ(std::string(static_cast<char*>(x.err_data), 4), "busy");
+  EXPECT_EQ(sf_send(m.client, buf, 1, nullptr, 0, nullptr), -SF_EHOSTUNREACH);
+}
+
+TEST_P(ConformanceMoreTest, MsgCallsRefuseBadArguments) {
+  MsgSetup m;
+  ASSERT_TRUE(m.Open(backend()));
+  Fixture& f = m.f;
+  sf_ep* rdm = f.peers[1].ep;
+  uint8_t big[64] = {};
+  uint8_t buf[sizeof(sf_eq_cm_entry) + 8];
+  uint32_t event = 0;
+  // An MSG endpoint without an EQ, and one not enabled.
+  sf_ep_attr ea{};
+  ea.type = SF_EP_MSG;
+  sf_ep *no_eq = nullptr, *not_enabled = nullptr;
+  ASSERT_EQ(sf_endpoint(f.peers[1].domain, &ea, &no_eq, nullptr), 0);
+  ASSERT_EQ(sf_ep_bind(no_eq, &f.peers[1].cq->fid, SF_TRANSMIT | SF_RECV), 0);
+  ASSERT_EQ(sf_enable(no_eq), 0);
+  ASSERT_EQ(sf_endpoint(f.peers[1].domain, &ea, &not_enabled, nullptr), 0);
+  ASSERT_EQ(sf_ep_bind(not_enabled, &f.peers[1].eq->fid, 0), 0);
+  struct Case {
+    const char* what;
+    ssize_t got;
+    ssize_t want;
+  };
+  const Case cases[] = {
+      {"connect NULL ep", sf_connect(nullptr, m.pep_name, nullptr, 0),
+       -SF_EINVAL},
+      {"connect NULL addr", sf_connect(m.client, nullptr, nullptr, 0),
+       -SF_EINVAL},
+      {"connect RDM", sf_connect(rdm, m.pep_name, nullptr, 0), -SF_EINVAL},
+      {"connect 57 bytes of data", sf_connect(m.client, m.pep_name, big, 57),
+       -SF_EINVAL},
+      {"connect NULL data len 4", sf_connect(m.client, m.pep_name, nullptr, 4),
+       -SF_EINVAL},
+      {"connect without an EQ", sf_connect(no_eq, m.pep_name, nullptr, 0),
+       -SF_EINVAL},
+      {"connect before enable", sf_connect(not_enabled, m.pep_name, nullptr, 0),
+       -SF_EOPBADSTATE},
+      {"accept without a request", sf_accept(m.client, nullptr, 0), -SF_EINVAL},
+      {"reject NULL info", sf_reject(m.pep, nullptr, nullptr, 0), -SF_EINVAL},
+      {"shutdown unconnected", sf_shutdown(m.client, 0), -SF_EOPBADSTATE},
+      {"shutdown flags", sf_shutdown(m.client, 1), -SF_EINVAL},
+      {"send unconnected", sf_send(m.client, big, 1, nullptr, 0, nullptr),
+       -SF_ENOTCONN},
+      {"bind EQ to RDM", sf_ep_bind(rdm, &f.peers[1].eq->fid, 0),
+       -SF_EOPBADSTATE},
+      {"pep bind a CQ", sf_pep_bind(m.pep, &f.peers[0].cq->fid, 0), -SF_EINVAL},
+      {"pep bind flags", sf_pep_bind(m.pep, &f.peers[0].eq->fid, 1),
+       -SF_EINVAL},
+      {"listen NULL", sf_listen(nullptr), -SF_EINVAL},
+      {"eq_read NULL buf", sf_eq_read(f.peers[0].eq, &event, nullptr, 64, 0),
+       -SF_EINVAL},
+      {"eq_read short buf", sf_eq_read(f.peers[0].eq, &event, buf, 8, 0),
+       -SF_EINVAL},
+      {"eq_read bad flags",
+       sf_eq_read(f.peers[0].eq, &event, buf, sizeof buf, 1), -SF_EINVAL},
+      {"eq_readerr none",
+       [&] {
+         sf_eq_err_entry x;
+         return sf_eq_readerr(f.peers[0].eq, &x, 0);
+       }(),
+       -SF_EAGAIN},
+      {"eq_open NULL", sf_eq_open(nullptr, nullptr, nullptr, nullptr),
+       -SF_EINVAL},
+      {"close bound EQ", sf_close(&f.peers[1].eq->fid), -SF_EBUSY},
+      {"getopt CM data size",
+       static_cast<ssize_t>(SizeOpt(m.client, SF_OPT_CM_DATA_SIZE)), 56},
+  };
+  for (const Case& c : cases) EXPECT_EQ(c.got, c.want) << c.what;
+  // Nothing happened: no events, no completions.
+  EXPECT_EQ(sf_eq_read(f.peers[0].eq, &event, buf, sizeof buf, 0), -SF_EAGAIN);
+  EXPECT_EQ(sf_eq_read(f.peers[1].eq, &event, buf, sizeof buf, 0), -SF_EAGAIN);
+  EXPECT_TRUE(f.Quiet(0));
+  EXPECT_TRUE(f.Quiet(1));
+  EXPECT_EQ(sf_close(&no_eq->fid), 0);
+  EXPECT_EQ(sf_close(&not_enabled->fid), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ConformanceMoreTest,
                          ::testing::Values(Backend{"sim", SF_BACKEND_SIM}),
                          [](const ::testing::TestParamInfo<Backend>& info) {

@@ -490,9 +490,14 @@ const char* CallName(Call c) {
 }
 
 TEST_P(ConformanceTest, SendMatrix) {
-  for (bool selective : {false, true}) {
+  for (auto [type, selective] : {std::pair{SF_EP_RDM, false},
+                                 {SF_EP_RDM, true},
+                                 {SF_EP_MSG, false},
+                                 {SF_EP_MSG, true}}) {
+    SCOPED_TRACE(type == SF_EP_MSG ? "FI_EP_MSG" : "FI_EP_RDM");
     Fixture m;
-    ASSERT_TRUE(m.Open(backend(), 2, selective ? SF_SELECTIVE_COMPLETION : 0));
+    ASSERT_TRUE(m.Open(backend(), 2, selective ? SF_SELECTIVE_COMPLETION : 0, 0,
+                       7, type));
     sf_ep_attr attr{};
     ASSERT_EQ(sf_ep_query(m.peers[0].ep, &attr), 0);
     const size_t eager = 8192;  // The default eager limit.
@@ -774,15 +779,16 @@ TEST_P(ConformanceTest, BadArgumentsAreRefused) {
          return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
        }(),
        -SF_ENOSYS},
-      {"endpoint MSG (not built yet)",
+      {"endpoint RDM with a connection request",
        [&] {
          sf_ep_attr a{};
-         a.type = SF_EP_MSG;
+         a.type = SF_EP_RDM;
+         a.info = reinterpret_cast<sf_info*>(&foreign);
          sf_ep* e = nullptr;
          return static_cast<ssize_t>(
              sf_endpoint(f.peers[0].domain, &a, &e, nullptr));
        }(),
-       -SF_ENOSYS},
+       -SF_EINVAL},
   };
   for (const Case& c : cases) EXPECT_EQ(c.got, c.want) << c.what;
   EXPECT_EQ(sf_close(&other_mr->fid), 0);

@@ -48,7 +48,10 @@ typedef uint64_t sf_addr_t;
 #define SF_EINVAL 22
 #define SF_ENOSYS 38
 #define SF_ENOMSG 42
+#define SF_ECONNRESET 104
+#define SF_ENOTCONN 107
 #define SF_ETIMEDOUT 110
+#define SF_ECONNREFUSED 111
 #define SF_EHOSTUNREACH 113
 #define SF_ECANCELED 125
 #define SF_ETOOSMALL 257   /* a buffer is too small (size written back) */
@@ -94,6 +97,8 @@ enum sf_fclass {
   SF_CLASS_MR,
   SF_CLASS_EP,
   SF_CLASS_SRX_CTX, /* a shared receive context (an sf_ep) */
+  SF_CLASS_EQ,
+  SF_CLASS_PEP,
 };
 
 struct sf_fid {
@@ -120,6 +125,16 @@ struct sf_mr {
 struct sf_ep {
   struct sf_fid fid;
 };
+struct sf_eq {
+  struct sf_fid fid;
+};
+struct sf_pep {
+  struct sf_fid fid;
+};
+/* A connection request (fi_info's handle), from an SF_CONNREQ event. Pass it
+ * in sf_ep_attr.info to create the endpoint that accepts it, or to
+ * sf_reject; release it with sf_freeinfo. */
+struct sf_info;
 
 /* Closes any object. -SF_EBUSY while other objects use it (an endpoint bound
  * to a CQ, a domain with endpoints, ...). */
@@ -260,6 +275,9 @@ struct sf_ep_attr {
    * without a posted receive (fi_msg(3) "Buffered Receives"); SF_VARIABLE_MSG
    * in caps implies it and lifts max_msg_size to 2^32 - 1 bytes. */
   uint64_t mode;
+  /* SF_EP_MSG: the SF_CONNREQ's request this endpoint will sf_accept (copied;
+   * the caller still frees it). NULL for a connecting endpoint. */
+  struct sf_info* info;
 };
 #define SF_NAME_BYTES 28
 int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
@@ -299,6 +317,61 @@ int sf_setopt(struct sf_fid* fid, int level, int optname, const void* optval,
               size_t optlen);
 int sf_getopt(struct sf_fid* fid, int level, int optname, void* optval,
               size_t* optlen);
+
+/* ---- Connections (fi_cm(3)) and event queues (fi_eq(3)), SF_EP_MSG ---- */
+/* Event numbers and entry layouts are libfabric's. */
+enum {
+  SF_NOTIFY = 0,
+  SF_CONNREQ = 1,   /* to a passive endpoint: sf_eq_cm_entry with info */
+  SF_CONNECTED = 2, /* sf_eq_cm_entry, data: the peer's private data */
+  SF_SHUTDOWN = 3,  /* the peer shut down or the connection failed */
+};
+struct sf_eq_attr {
+  size_t size; /* events; 0: 64 */
+  uint64_t flags;
+};
+struct sf_eq_cm_entry {
+  struct sf_fid* fid;
+  struct sf_info* info; /* SF_CONNREQ: free with sf_freeinfo */
+  uint8_t data[];       /* private data, as much as the buffer holds */
+};
+struct sf_eq_err_entry {
+  struct sf_fid* fid;
+  void* context;
+  uint64_t data;
+  int err; /* SF_ECONNREFUSED (rejected), SF_ETIMEDOUT, SF_EHOSTUNREACH ... */
+  int prov_errno;
+  void* err_data; /* a rejection's private data; valid until the next read */
+  size_t err_data_size;
+};
+int sf_eq_open(struct sf_fabric* fabric, const struct sf_eq_attr* attr,
+               struct sf_eq** eq, void* context);
+/* Returns the bytes written to buf (an sf_eq_cm_entry and its data), or
+ * -SF_EAGAIN, or -SF_EAVAIL (an error event is next: sf_eq_readerr). flags:
+ * 0 or SF_PEEK. Drives the progress of everything bound to the queue. */
+ssize_t sf_eq_read(struct sf_eq* eq, uint32_t* event, void* buf, size_t len,
+                   uint64_t flags);
+ssize_t sf_eq_readerr(struct sf_eq* eq, struct sf_eq_err_entry* buf,
+                      uint64_t flags);
+/* Blocking read; on the simulator the timeout is virtual time (ms). */
+ssize_t sf_eq_sread(struct sf_eq* eq, uint32_t* event, void* buf, size_t len,
+                    int timeout_ms, uint64_t flags);
+/* A passive endpoint listens for connection requests (fi_passive_ep takes an
+ * fi_info; here it takes the domain, i.e. the node, it listens on). */
+int sf_passive_ep(struct sf_domain* domain, struct sf_pep** pep, void* context);
+/* Binds an event queue (flags 0). */
+int sf_pep_bind(struct sf_pep* pep, struct sf_fid* bfid, uint64_t flags);
+int sf_listen(struct sf_pep* pep);
+/* addr: a passive endpoint's name (sf_getname on it); param: up to
+ * SF_OPT_CM_DATA_SIZE (56) bytes of private data. The endpoint must be
+ * enabled with an event queue bound (sf_ep_bind(ep, &eq->fid, 0)). */
+int sf_connect(struct sf_ep* ep, const void* addr, const void* param,
+               size_t paramlen);
+int sf_accept(struct sf_ep* ep, const void* param, size_t paramlen);
+int sf_reject(struct sf_pep* pep, struct sf_info* info, const void* param,
+              size_t paramlen);
+int sf_shutdown(struct sf_ep* ep, uint64_t flags);
+void sf_freeinfo(struct sf_info* info);
 
 /* ---- fi_msg ---- */
 struct sf_msg {
