@@ -95,6 +95,13 @@ inline int32_t PsnDiff(uint32_t a, uint32_t b) {
   return static_cast<int32_t>((a - b) << 8) >> 8;
 }
 inline uint32_t PsnAdd(uint32_t a, uint32_t n) { return (a + n) & kPsnMask; }
+// The least power of two >= n (n >= 1): ring storage, so that slots are found
+// with a mask instead of a division.
+inline uint64_t RingSize(uint64_t n) {
+  uint64_t r = 1;
+  while (r < n) r <<= 1;
+  return r;
+}
 inline uint64_t SgeLength(const Sge& s) {
   return s.length == 0 ? kSgeZeroLength : s.length;
 }
@@ -223,17 +230,21 @@ class PdImpl final : public ProtectionDomain {
 class CqImpl final : public CompletionQueue {
  public:
   CqImpl(DeviceImpl* dev, uint32_t index, int32_t cqe)
-      : dev_(dev), index_(index), ring_(static_cast<size_t>(cqe)) {}
+      : dev_(dev),
+        index_(index),
+        capacity_(static_cast<size_t>(cqe)),
+        ring_(RingSize(capacity_)),
+        mask_(ring_.size() - 1) {}
   int Poll(int num_entries, WorkCompletion* wc) override;
-  int32_t cqe() const override { return static_cast<int32_t>(ring_.size()); }
+  int32_t cqe() const override { return static_cast<int32_t>(capacity_); }
   uint32_t handle() const override { return index_; }
   Status Destroy() override;
 
   bool empty() const { return count_ == 0 && overflow_.empty(); }
   // Appends a completion; false if the ring was full (kept in overflow_).
   bool Push(const WorkCompletion& wc) {
-    if (count_ < ring_.size()) {
-      ring_[(head_ + count_) % ring_.size()] = wc;
+    if (count_ < capacity_) {
+      ring_[(head_ + count_) & mask_] = wc;
       ++count_;
       return overflow_.empty();
     }
@@ -244,11 +255,20 @@ class CqImpl final : public CompletionQueue {
   DeviceImpl* dev_;
   uint32_t index_;
   uint32_t refs_ = 0;
-  std::vector<WorkCompletion> ring_;
+  size_t capacity_;                   // cqe: completions the ring holds
+  std::vector<WorkCompletion> ring_;  // RingSize(capacity_) slots
+  size_t mask_;
   size_t head_ = 0;
   size_t count_ = 0;
   std::deque<WorkCompletion> overflow_;
   bool overrun_reported_ = false;
+  // The time hold (see RunForCq). Watched: polled since the last release that
+  // found it holding. Holding = watched and not empty; holding_pos_ is its
+  // place in FabricImpl::holding_ (-1: not holding). held_epoch_: the read
+  // epoch in which a poll of this CQ was last held.
+  bool watched_ = false;
+  int32_t holding_pos_ = -1;
+  uint64_t held_epoch_ = UINT64_MAX;
 };
 
 struct RecvWqe {
@@ -263,15 +283,17 @@ class RecvRing {
   void Init(uint32_t depth, uint32_t sge_max) {
     depth_ = depth;
     sge_max_ = sge_max;
-    wqes_.assign(depth, RecvWqe{});
-    sges_.assign(static_cast<size_t>(depth) * sge_max, Sge{});
+    const uint64_t slots = RingSize(depth);
+    mask_ = slots - 1;
+    wqes_.assign(slots, RecvWqe{});
+    sges_.assign(slots * sge_max, Sge{});
   }
   uint32_t depth() const { return depth_; }
   uint32_t sge_max() const { return sge_max_; }
   uint32_t count() const { return static_cast<uint32_t>(tail_ - head_); }
   bool full() const { return count() >= depth_; }
   void Push(const RecvWr& wr) {
-    const size_t slot = tail_ % depth_;
+    const size_t slot = tail_ & mask_;
     wqes_[slot] = RecvWqe{wr.wr_id, static_cast<uint32_t>(wr.num_sge)};
     for (int i = 0; i < wr.num_sge; ++i)
       sges_[slot * sge_max_ + i] = wr.sg_list[i];
@@ -280,7 +302,7 @@ class RecvRing {
   // Pops the head into *wqe / sges (capacity sge_max); false if empty.
   bool Pop(RecvWqe* wqe, Sge* sges) {
     if (head_ == tail_) return false;
-    const size_t slot = head_ % depth_;
+    const size_t slot = head_ & mask_;
     *wqe = wqes_[slot];
     for (uint32_t i = 0; i < wqe->num_sge; ++i)
       sges[i] = sges_[slot * sge_max_ + i];
@@ -292,6 +314,7 @@ class RecvRing {
  private:
   uint32_t depth_ = 0;
   uint32_t sge_max_ = 0;
+  uint64_t mask_ = 0;  // storage holds RingSize(depth_) slots
   uint64_t head_ = 0;
   uint64_t tail_ = 0;
   std::vector<RecvWqe> wqes_;
@@ -335,6 +358,9 @@ struct SendWqe {
   bool signaled;
   bool done;  // UD: left the port.
   WcStatus error;
+  // DeviceImpl::mr_epoch_ + 1 when Pump's local SGE check passed (0: not
+  // checked): while no MR has been deregistered since, it still passes.
+  uint64_t mr_checked;
 };
 
 class QpImpl final : public QueuePair {
@@ -356,12 +382,12 @@ class QpImpl final : public QueuePair {
     return s == QpState::kRtr || s == QpState::kRts || s == QpState::kSqd ||
            s == QpState::kSqe;
   }
-  SendWqe& Slot(uint64_t i) { return sq_[i % sq_depth_]; }
+  SendWqe& Slot(uint64_t i) { return sq_[i & sq_mask_]; }
   const Sge* SendSges(uint64_t i) const {
-    return &sq_sges_[(i % sq_depth_) * send_sge_max_];
+    return &sq_sges_[(i & sq_mask_) * send_sge_max_];
   }
   const uint8_t* InlineData(uint64_t i) const {
-    return inline_max_ ? &sq_inline_[(i % sq_depth_) * inline_max_] : nullptr;
+    return inline_max_ ? &sq_inline_[(i & sq_mask_) * inline_max_] : nullptr;
   }
   // The WQE with sequence number `seq` if it is still outstanding.
   SendWqe* FindWqe(uint64_t seq) {
@@ -369,7 +395,9 @@ class QpImpl final : public QueuePair {
     SendWqe& w = Slot(seq);
     return w.seq == seq ? &w : nullptr;
   }
-  uint32_t PathMtuBytes() const;
+  // min(path_mtu, the link's MTU): fixed between Modify() calls.
+  uint32_t PathMtuBytes() const { return path_mtu_bytes_; }
+  uint32_t ComputePathMtuBytes() const;
   uint64_t AckTimeoutNs() const {
     return attr_.timeout == 0 ? 0 : (4096ull << attr_.timeout);
   }
@@ -404,7 +432,8 @@ class QpImpl final : public QueuePair {
   SrqImpl* srq_;
   uint32_t send_sge_max_;
   uint32_t inline_max_;
-  uint32_t sq_depth_;
+  uint32_t sq_depth_;  // max_send_wr; storage holds RingSize(sq_depth_)
+  uint64_t sq_mask_;
   std::vector<SendWqe> sq_;
   std::vector<Sge> sq_sges_;
   std::vector<uint8_t> sq_inline_;
@@ -429,6 +458,7 @@ class QpImpl final : public QueuePair {
   bool drained_reported_ = false;
   uint64_t timer_deadline_ns_ = 0;
   int32_t dest_node_ = -1;
+  uint32_t path_mtu_bytes_ = 0;  // PathMtuBytes()
 
   // Responder.
   uint32_t epsn_ = 0;
@@ -453,6 +483,24 @@ struct Link {
   uint64_t bandwidth_bps;
   uint32_t mtu_bytes;
   bool down;
+  // Serialisation times remembered (packet sizes repeat, so this saves a
+  // division per packet): header-only packets (ACKs), and the last other size.
+  uint64_t header_ser_ns = 0;
+  uint64_t ser_bytes = 0;
+  uint64_t ser_ns = 0;
+
+  static uint64_t WireNs(uint64_t bytes, uint64_t bandwidth_bps) {
+    return bandwidth_bps == 0 ? 0 : bytes * 8'000'000'000ull / bandwidth_bps;
+  }
+  // Wire time of a packet of `bytes` bytes (headers included) in ns.
+  uint64_t SerializationNs(uint64_t bytes) {
+    if (bytes == kHeaderBytes) return header_ser_ns;
+    if (bytes != ser_bytes) {
+      ser_bytes = bytes;
+      ser_ns = WireNs(bytes, bandwidth_bps);
+    }
+    return ser_ns;
+  }
 };
 
 struct UdBuffer {
@@ -495,6 +543,7 @@ class DeviceImpl final : public transport::Device {
   std::vector<std::unique_ptr<AhImpl>> ahs_;
   std::deque<AsyncEvent> events_;
   uint32_t mr_tag_ = 1;
+  uint64_t mr_epoch_ = 0;  // +1 per deregistration (MrImpl::Destroy)
 };
 
 Gid GidOfNode(int32_t node) {
@@ -542,10 +591,60 @@ class FabricImpl final : public SimFabric, public transport::Clock {
     queue_.Push(std::max(t_ns, now_ns_), ev);
   }
 
-  void RunForCq(const CqImpl* cq) {
+  // Runs events until `cq` has a completion, nothing is pending, the poll
+  // bound is hit, or the time hold stops it: events at the current time run
+  // freely, but an event later than now runs only if no watched CQ holds
+  // unread completions. If one does, the poll is held (returns with the clock
+  // unchanged) unless `cq` was already held in this read epoch (no completion
+  // has been read anywhere since): then a full round of polls has passed
+  // without the holding CQs being read, so their owners are not reading them;
+  // they are released (unwatched until polled again) and time moves on.
+  void RunForCq(CqImpl* cq) {
     for (uint32_t i = 0; i < config_.poll_events_max && cq->empty(); ++i) {
-      if (!Step()) break;
+      if (queue_.empty()) return;
+      if (!holding_.empty() && queue_.TopTime() > now_ns_) {
+        if (cq->held_epoch_ != read_epoch_) {
+          cq->held_epoch_ = read_epoch_;
+          ++stats_.polls_held;
+          return;
+        }
+        ReleaseHold();
+      }
+      Step();
     }
+  }
+
+  // Poll() on `cq` with room for entries: it is watched from now on.
+  void Watch(CqImpl* cq) {
+    if (cq->watched_) return;
+    cq->watched_ = true;
+    if (!cq->empty()) AddHolding(cq);
+  }
+  // A Poll() returned completions from `cq`.
+  void ReadFrom(CqImpl* cq) {
+    ++read_epoch_;
+    if (cq->empty() && cq->holding_pos_ >= 0) RemoveHolding(cq);
+  }
+  void AddHolding(CqImpl* cq) {
+    cq->holding_pos_ = static_cast<int32_t>(holding_.size());
+    holding_.push_back(cq);
+  }
+  void RemoveHolding(CqImpl* cq) {
+    const int32_t pos = cq->holding_pos_;
+    holding_[pos] = holding_.back();
+    holding_[pos]->holding_pos_ = pos;
+    holding_.pop_back();
+    cq->holding_pos_ = -1;
+  }
+  // Every holding CQ was skipped for a full round of polls: unwatch them.
+  void ReleaseHold() {
+    for (CqImpl* cq : holding_) {
+      cq->watched_ = false;
+      cq->holding_pos_ = -1;
+    }
+    holding_.clear();
+    ++read_epoch_;
+    ++stats_.hold_releases;
   }
 
   const SimConfig& config() const { return config_; }
@@ -600,6 +699,8 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   void OnTimedFault(const TimedFault& f);
   void SendAck(QpImpl* qp, Syndrome syn, uint32_t psn, uint32_t aux);
   void SendReadResponses(QpImpl* qp, const Ev& req);
+  void PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
+                  const uint8_t* src, uint64_t len, bool src_private);
   void Fold(uint64_t v) {
     digest_ ^= v;
     digest_ *= 0x9e3779b97f4a7c15ull;
@@ -637,13 +738,24 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   std::vector<TraceRecord> trace_;
   uint64_t trace_next_ = 0;
   SimStats stats_;
+  // The time hold: CQs that are watched and not empty (order irrelevant: only
+  // membership is ever used), and the read epoch (+1 per Poll that returned
+  // completions and per release).
+  std::vector<CqImpl*> holding_;
+  uint64_t read_epoch_ = 0;
 };
 
 // ------------------------------------------------------------------------------------
 // Fabric core.
 
 Link MakeLink(const SimLinkConfig& c) {
-  return Link{c.latency_ns, c.bandwidth_bps, transport::MtuBytes(c.mtu), false};
+  return Link{c.latency_ns,
+              c.bandwidth_bps,
+              transport::MtuBytes(c.mtu),
+              false,
+              Link::WireNs(kHeaderBytes, c.bandwidth_bps),
+              0,
+              0};
 }
 
 FabricImpl::FabricImpl(const SimConfig& config)
@@ -750,7 +862,7 @@ void FabricImpl::Transmit(Ev pkt, uint32_t payload_bytes) {
   ++stats_.packets_sent;
   const int32_t src = pkt.src_node;
   const int32_t dst = pkt.dst_node;
-  const Link& link = LinkFor(src, dst);
+  Link& link = MutableLinkFor(src, dst);
   Node& sn = nodes_[src];
   auto drop = [&](uint64_t seq_hint) {
     ++stats_.packets_dropped;
@@ -762,9 +874,7 @@ void FabricImpl::Transmit(Ev pkt, uint32_t payload_bytes) {
     return;
   }
   const uint64_t bytes = payload_bytes + kHeaderBytes;
-  const uint64_t ser = link.bandwidth_bps == 0
-                           ? 0
-                           : bytes * 8'000'000'000ull / link.bandwidth_bps;
+  const uint64_t ser = link.SerializationNs(bytes);
   const uint64_t depart = std::max(now_ns_, sn.port_free_ns);
   sn.port_free_ns = depart + ser;
   uint64_t t = depart + ser + link.latency_ns;
@@ -811,6 +921,7 @@ void FabricImpl::Transmit(Ev pkt, uint32_t payload_bytes) {
 
 void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp) {
   ++stats_.completions;
+  if (cq->watched_ && cq->holding_pos_ < 0) AddHolding(cq);
   if (cq->Push(wc)) return;
   ++stats_.cq_overruns;
   if (!cq->overrun_reported_) {
@@ -977,6 +1088,41 @@ void Scatter(const Sge* sges, uint32_t n, uint64_t offset, const uint8_t* src,
   }
 }
 
+// The address of the `len` bytes at byte `offset` of the SGE list if one SGE
+// holds them all, else nullptr.
+uint8_t* InOneSge(const Sge* sges, uint32_t n, uint64_t offset, uint64_t len) {
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t sl = SgeLength(sges[i]);
+    if (offset >= sl) {
+      offset -= sl;
+      continue;
+    }
+    return len <= sl - offset
+               ? reinterpret_cast<uint8_t*>(sges[i].addr + offset)
+               : nullptr;
+  }
+  return nullptr;
+}
+
+// Scatter() of `len` bytes from `src`, with the result a copy through a
+// private buffer would give even if `src` (user memory unless `src_private`)
+// overlaps the destination: one SGE takes them with memmove; else `src` is
+// staged first unless it is private.
+void FabricImpl::PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
+                            const uint8_t* src, uint64_t len,
+                            bool src_private) {
+  if (len == 0) return;
+  if (uint8_t* dst = InOneSge(sges, n, offset, len)) {
+    std::memmove(dst, src, len);
+    return;
+  }
+  if (!src_private) {
+    std::memcpy(staging_.data(), src, len);
+    src = staging_.data();
+  }
+  Scatter(sges, n, offset, src, len);
+}
+
 // Checks each SGE against the device's MRs (PD, bounds, and `access_needed`);
 // returns the total length or -1.
 int64_t CheckSges(DeviceImpl* dev, PdImpl* pd, const Sge* sges, uint32_t n,
@@ -1103,17 +1249,31 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
     qp->ToError();
   };
   // Payload bytes of this packet.
-  uint8_t* data = staging_.data();
+  // Payload bytes of this packet, contiguous: in the inline copy, in the one
+  // requester SGE that holds them all, or gathered into staging_. `private`:
+  // not user memory (the inline copy or staging_), so it cannot overlap the
+  // destination.
+  const uint8_t* data = staging_.data();
+  bool data_private = true;
   if (ev.op != PktOp::kReadReq && ev.length > 0) {
     if (w->send_flags & transport::kSendInline) {
-      std::memcpy(data, req_qp->InlineData(ev.wqe_seq) + ev.offset, ev.length);
+      data = req_qp->InlineData(ev.wqe_seq) + ev.offset;
     } else {
       const Sge* sges = req_qp->SendSges(ev.wqe_seq);
-      if (CheckSges(req_qp->dev_, req_qp->pd_, sges, w->num_sge, 0) < 0) {
+      // Pump checked the SGEs at the first transmission; only a deregistration
+      // since then can make them fail.
+      if (w->mr_checked != req_qp->dev_->mr_epoch_ + 1 &&
+          CheckSges(req_qp->dev_, req_qp->pd_, sges, w->num_sge, 0) < 0) {
         ++stats_.packets_dropped;  // deregistered since it was posted
         return;
       }
-      Gather(sges, w->num_sge, ev.offset, data, ev.length);
+      data = InOneSge(sges, w->num_sge, ev.offset, ev.length);
+      if (data != nullptr) {
+        data_private = false;
+      } else {
+        Gather(sges, w->num_sge, ev.offset, staging_.data(), ev.length);
+        data = staging_.data();
+      }
     }
   }
   switch (ev.op) {
@@ -1140,8 +1300,8 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
         fail(Syndrome::kNakInvReq, WcStatus::kLocLenErr);
         return;
       }
-      Scatter(qp->active_sges_.data(), qp->active_.num_sge, ev.offset, data,
-              ev.length);
+      PlaceBytes(qp->active_sges_.data(), qp->active_.num_sge, ev.offset, data,
+                 ev.length, data_private);
       qp->active_bytes_ = ev.offset + ev.length;
       qp->epsn_ = PsnAdd(qp->epsn_, 1);
       if (last) {
@@ -1180,7 +1340,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           return;
         }
       }
-      std::memcpy(target + ev.offset, data, ev.length);
+      if (ev.length > 0) std::memmove(target + ev.offset, data, ev.length);
       qp->epsn_ = PsnAdd(qp->epsn_, 1);
       if (last) {
         SendAck(qp, Syndrome::kAck, ev.psn, 0);
@@ -1233,14 +1393,15 @@ void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
                 : nullptr;
     if (src == nullptr) return;  // responder MR vanished: treat as lost
     const Sge* sges = qp->SendSges(ev.wqe_seq);
-    if (CheckSges(qp->dev_, qp->pd_, sges, w->num_sge,
+    if (w->mr_checked != qp->dev_->mr_epoch_ + 1 &&
+        CheckSges(qp->dev_, qp->pd_, sges, w->num_sge,
                   transport::kAccessLocalWrite) < 0) {
       w->error = WcStatus::kLocProtErr;
       qp->Retire();
       return;
     }
-    std::memcpy(staging_.data(), src + ev.offset, ev.length);
-    Scatter(sges, w->num_sge, ev.offset, staging_.data(), ev.length);
+    PlaceBytes(sges, w->num_sge, ev.offset, src + ev.offset, ev.length,
+               /*src_private=*/false);
     ++w->read_done;
     if (w->read_done == w->npkts) {
       qp->ImplicitAck(PsnAdd(w->first_psn, w->npkts));
@@ -1381,10 +1542,11 @@ QpImpl::QpImpl(DeviceImpl* dev, PdImpl* pd, uint32_t index,
       srq_(static_cast<SrqImpl*>(init.srq)),
       send_sge_max_(send_sge_max),
       inline_max_(inline_max),
-      sq_depth_(std::max<uint32_t>(init.cap.max_send_wr, 1)) {
-  sq_.assign(sq_depth_, SendWqe{});
-  sq_sges_.assign(static_cast<size_t>(sq_depth_) * send_sge_max_, Sge{});
-  sq_inline_.assign(static_cast<size_t>(sq_depth_) * inline_max_, 0);
+      sq_depth_(std::max<uint32_t>(init.cap.max_send_wr, 1)),
+      sq_mask_(RingSize(sq_depth_) - 1) {
+  sq_.assign(sq_mask_ + 1, SendWqe{});
+  sq_sges_.assign((sq_mask_ + 1) * send_sge_max_, Sge{});
+  sq_inline_.assign((sq_mask_ + 1) * inline_max_, 0);
   if (srq_ == nullptr) {
     rq_.Init(std::max<uint32_t>(init.cap.max_recv_wr, 1),
              init.cap.max_recv_sge);
@@ -1394,9 +1556,10 @@ QpImpl::QpImpl(DeviceImpl* dev, PdImpl* pd, uint32_t index,
   }
   attr_.cap = init.cap;
   attr_.port_num = 1;
+  path_mtu_bytes_ = ComputePathMtuBytes();
 }
 
-uint32_t QpImpl::PathMtuBytes() const {
+uint32_t QpImpl::ComputePathMtuBytes() const {
   return std::min(transport::MtuBytes(attr_.path_mtu),
                   dev_->fabric_->PathMtu(dev_->node_, dest_node_));
 }
@@ -1562,6 +1725,8 @@ void QpImpl::Pump() {
             w.opcode == WrOpcode::kRdmaRead ? transport::kAccessLocalWrite : 0;
         if (CheckSges(dev_, pd_, SendSges(tx_wqe_), w.num_sge, need) < 0) {
           err = WcStatus::kLocProtErr;
+        } else {
+          w.mr_checked = dev_->mr_epoch_ + 1;
         }
       }
       if (init_.qp_type == QpType::kUd && err == WcStatus::kSuccess) {
@@ -1945,6 +2110,7 @@ Status QpImpl::Modify(const QpAttr& attr, uint32_t mask) {
   if (mask & transport::kQpEnSqdAsyncNotify) {
     attr_.en_sqd_async_notify = attr.en_sqd_async_notify;
   }
+  path_mtu_bytes_ = ComputePathMtuBytes();
   if (next == cur) return Status::Ok();
   switch (next) {
     case QpState::kReset:
@@ -2081,11 +2247,11 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
     w.opcode = wr->opcode;
     w.send_flags = wr->send_flags;
     w.error = WcStatus::kSuccess;
-    Sge* sges = &sq_sges_[(idx % sq_depth_) * send_sge_max_];
+    Sge* sges = &sq_sges_[(idx & sq_mask_) * send_sge_max_];
     for (int i = 0; i < wr->num_sge; ++i) sges[i] = wr->sg_list[i];
     if (wr->send_flags & transport::kSendInline) {
       Gather(wr->sg_list, w.num_sge, 0,
-             &sq_inline_[(idx % sq_depth_) * inline_max_], total);
+             &sq_inline_[(idx & sq_mask_) * inline_max_], total);
     }
     ++sq_tail_;
     if (st == QpState::kError || st == QpState::kSqe) {
@@ -2158,29 +2324,36 @@ Status SrqImpl::Destroy() {
 
 int CqImpl::Poll(int num_entries, WorkCompletion* wc) {
   if (num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
-  if (empty() && num_entries > 0) dev_->fabric_->RunForCq(this);
+  FabricImpl* f = dev_->fabric_;
+  if (num_entries > 0) {
+    f->Watch(this);
+    if (empty()) f->RunForCq(this);
+  }
   int n = 0;
   while (n < num_entries && count_ > 0) {
     wc[n++] = ring_[head_];
-    head_ = (head_ + 1) % ring_.size();
+    head_ = (head_ + 1) & mask_;
     --count_;
     if (!overflow_.empty()) {
-      ring_[(head_ + count_) % ring_.size()] = overflow_.front();
+      ring_[(head_ + count_) & mask_] = overflow_.front();
       overflow_.pop_front();
       ++count_;
     }
   }
-  if (overflow_.empty() && count_ < ring_.size()) overrun_reported_ = false;
+  if (overflow_.empty() && count_ < capacity_) overrun_reported_ = false;
+  if (n > 0) f->ReadFrom(this);
   return n;
 }
 
 Status CqImpl::Destroy() {
   if (refs_ != 0) return Busy("CQ still used by a QP");
+  if (holding_pos_ >= 0) dev_->fabric_->RemoveHolding(this);
   dev_->cqs_[index_].reset();
   return Status::Ok();
 }
 
 Status MrImpl::Destroy() {
+  ++dev_->mr_epoch_;
   pd_->refs_--;
   dev_->mrs_[index_].reset();
   return Status::Ok();

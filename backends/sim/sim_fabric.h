@@ -107,6 +107,31 @@ struct SimConfig {
   uint32_t poll_events_max = 1u << 16;
 };
 
+// Polling and virtual time (the "time hold"). Poll() on an empty CQ runs the
+// fabric's events so that a busy-poll loop written for hardware makes
+// progress. In a single-threaded run with several nodes that must not move
+// the clock past a completion another node's owner would have read "at the
+// same instant", so, for a Poll() with num_entries > 0 on CQ X:
+//  1. X becomes *watched* (its owner is known to poll it). A CQ that is
+//     watched and holds unread completions is *holding*.
+//  2. While X is empty, events whose time equals the current time run freely
+//     (at most poll_events_max per Poll, as before).
+//  3. Before the first event later than now, if some CQ in the fabric (any
+//     node) is holding, the poll is *held*: it returns 0 and the clock stays.
+//  4. Fallback: a poll of X is held at most once per *read epoch*; the epoch
+//     ends whenever any Poll() returns completions, or at a release. If X is
+//     polled empty again in the same epoch, a full round of polls has passed
+//     without anyone reading the holding CQs, so their owners are not reading
+//     them: the hold is *released* (every holding CQ is unwatched until it is
+//     polled again, the epoch ends) and X's poll advances time as before,
+//     still subject to rule 3 for CQs that become holding afterwards.
+// So a CQ that is never polled (an ignored send CQ) never holds time; one that
+// stops being polled holds it for at most one round of polls; a poller that
+// spins on one CQ alone loses at most one poll per epoch. Step(), RunUntil()
+// and RunUntilIdle() drive time explicitly and ignore the hold. The rule
+// depends only on the sequence of calls, so runs stay deterministic.
+// SimStats::polls_held and hold_releases count rules 3 and 4.
+
 // Validates a config: EINVAL for no nodes, links naming unknown nodes,
 // probabilities outside [0, 1], faults naming unknown nodes.
 Status ValidateSimConfig(const SimConfig& config);
@@ -139,6 +164,8 @@ struct SimStats {
   uint64_t completions = 0;
   uint64_t event_queue_max = 0;  // high-water mark of pending events.
   uint64_t cq_overruns = 0;
+  uint64_t polls_held = 0;     // empty polls the time hold returned early.
+  uint64_t hold_releases = 0;  // times the hold gave up on unread CQs.
 };
 
 class SimFabric {

@@ -6,6 +6,7 @@
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_EVENT_QUEUE_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_EVENT_QUEUE_H_
 
+#include <bit>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -48,21 +49,25 @@ class EventQueue {
       payloads_.push_back(payload);
     }
     const Key key{time_ns, seq, slot};
+    min_src_ = kMinUnknown;
     // Best fit: the non-empty lane with the latest tail not after `key` (its
     // seq is larger than every queued seq, so comparing times suffices); else
     // an empty lane; else (no fit, or the fit is full) the heap.
     int best = -1;
-    int empty_lane = -1;
-    for (int i = 0; i < kLanes; ++i) {
+    uint64_t best_time = 0;
+    for (uint32_t m = used_; m != 0; m &= m - 1) {
+      const int i = std::countr_zero(m);
       const Lane& l = lanes_[i];
-      if (l.count == 0) {
-        if (empty_lane < 0) empty_lane = i;
-      } else if (!l.full() && l.back().time_ns <= time_ns &&
-                 (best < 0 || lanes_[best].back().time_ns < l.back().time_ns)) {
+      const uint64_t tail = l.tail_time_ns;
+      if (!l.full() && tail <= time_ns && (best < 0 || best_time < tail)) {
         best = i;
+        best_time = tail;
       }
     }
-    if (best < 0) best = empty_lane;
+    if (best < 0 && used_ != kAllLanes) {
+      best = std::countr_one(used_);  // the first empty lane
+      used_ |= 1u << best;
+    }
     if (best >= 0) {
       lanes_[best].Push(key);
     } else {
@@ -76,14 +81,16 @@ class EventQueue {
   // The time of the earliest entry; the queue must not be empty.
   uint64_t TopTime() const {
     assert(size_ > 0);
-    const int src = MinSource();
-    return src < 0 ? heap_.front().time_ns : lanes_[src].front().time_ns;
+    if (min_src_ == kMinUnknown) min_src_ = MinSource();
+    return min_src_ < 0 ? heap_.front().time_ns
+                        : lanes_[min_src_].front().time_ns;
   }
 
   // Removes and returns the earliest entry; the queue must not be empty.
   Entry Pop() {
     assert(size_ > 0);
-    const int src = MinSource();
+    const int src = min_src_ == kMinUnknown ? MinSource() : min_src_;
+    min_src_ = kMinUnknown;
     Key top;
     if (src < 0) {
       top = heap_.front();
@@ -92,6 +99,7 @@ class EventQueue {
       if (!heap_.empty()) SiftDown(0);
     } else {
       top = lanes_[src].Pop();
+      if (lanes_[src].count == 0) used_ &= ~(1u << src);
     }
     --size_;
     free_.push_back(top.slot);
@@ -117,34 +125,36 @@ class EventQueue {
   static constexpr size_t kLaneMax = size_t{1} << 16;
   struct Lane {
     std::vector<Key> ring = std::vector<Key>(kLaneInitial);
+    size_t mask = kLaneInitial - 1;  // ring.size() - 1
     size_t head = 0;
     size_t count = 0;
+    uint64_t tail_time_ns = 0;  // time of the last key pushed (count > 0)
 
     bool full() const { return count == kLaneMax; }
     const Key& front() const { return ring[head]; }
-    const Key& back() const {
-      return ring[(head + count - 1) & (ring.size() - 1)];
-    }
     void Push(const Key& k) {
       if (count == ring.size()) {
         std::vector<Key> bigger(2 * ring.size());
         for (size_t i = 0; i < count; ++i) {
-          bigger[i] = ring[(head + i) & (ring.size() - 1)];
+          bigger[i] = ring[(head + i) & mask];
         }
         ring.swap(bigger);
+        mask = ring.size() - 1;
         head = 0;
       }
-      ring[(head + count) & (ring.size() - 1)] = k;
+      ring[(head + count) & mask] = k;
       ++count;
+      tail_time_ns = k.time_ns;
     }
     Key Pop() {
       const Key k = ring[head];
-      head = (head + 1) & (ring.size() - 1);
+      head = (head + 1) & mask;
       --count;
       return k;
     }
   };
   static constexpr int kLanes = 8;
+  static constexpr uint32_t kAllLanes = (1u << kLanes) - 1;
 
   static bool Less(const Key& a, const Key& b) {
     return a.time_ns < b.time_ns || (a.time_ns == b.time_ns && a.seq < b.seq);
@@ -154,10 +164,9 @@ class EventQueue {
   int MinSource() const {
     int src = -1;
     const Key* best = heap_.empty() ? nullptr : &heap_.front();
-    for (int i = 0; i < kLanes; ++i) {
-      const Lane& l = lanes_[i];
-      if (l.count == 0) continue;
-      const Key& k = l.front();
+    for (uint32_t m = used_; m != 0; m &= m - 1) {
+      const int i = std::countr_zero(m);
+      const Key& k = lanes_[i].front();
       if (best == nullptr || Less(k, *best)) {
         best = &k;
         src = i;
@@ -192,6 +201,10 @@ class EventQueue {
   }
 
   Lane lanes_[kLanes];
+  uint32_t used_ = 0;  // bit i: lane i is not empty
+  // MinSource() as of the last TopTime(), until the next Push or Pop.
+  static constexpr int kMinUnknown = -2;
+  mutable int min_src_ = kMinUnknown;
   std::vector<Key> heap_;
   std::vector<Payload> payloads_;
   std::vector<uint32_t> free_;
