@@ -5,6 +5,9 @@
 // and convert the core's Status into -SF_E* exactly once, here.
 #include "api/softfab/fabric.h"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -65,9 +68,12 @@ int Fail(const Status& s) { return Fail(s.code(), s.message()); }
 
 struct Ep;
 
+struct Cq;
+
 struct Fabric : sf_fabric {
   std::unique_ptr<softfab::sim::SimFabric> sim;
   int children = 0;
+  std::vector<Cq*> waitable;  // CQs with a wait fd, kept in step.
 };
 
 struct Domain : sf_domain {
@@ -84,7 +90,28 @@ struct Cq : sf_cq {
   std::unique_ptr<core::CompletionQueue> cq;
   sf_cq_format format = SF_CQ_FORMAT_CONTEXT;
   std::vector<Ep*> eps;  // Bound endpoints, in binding order.
+  int wait_fd = -1;      // SF_WAIT_FD: an eventfd, readable while signalled.
+  bool signalled = false;
+  ~Cq() {
+    if (wait_fd >= 0) close(wait_fd);
+  }
 };
+
+// Brings every wait fd of `f` in line with what reading its CQ would do:
+// readable while entries wait or the simulated fabric has events pending.
+// Called after every call that can change either.
+void SyncWaitFds(Fabric* f) {
+  if (f->waitable.empty()) return;
+  const bool busy = f->sim->pending_events() > 0;
+  for (Cq* c : f->waitable) {
+    const bool want = busy || c->cq->pending() > 0 || c->cq->has_error();
+    if (want == c->signalled) continue;
+    uint64_t v = 1;
+    ssize_t n =
+        want ? write(c->wait_fd, &v, sizeof v) : read(c->wait_fd, &v, sizeof v);
+    if (n == static_cast<ssize_t>(sizeof v)) c->signalled = want;
+  }
+}
 
 struct Av : sf_av {
   Domain* domain = nullptr;
@@ -245,6 +272,7 @@ ssize_t DoSend(sf_ep* pub, const iovec* iov, void** desc, size_t count,
   a.flags = flags;
   a.tagged = tagged;
   const Status s = ep->ep->Send(a);
+  SyncWaitFds(ep->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -273,6 +301,7 @@ ssize_t DoRecv(sf_ep* pub, const iovec* iov, void** desc, size_t count,
   a.flags = flags;
   a.tagged = tagged;
   const Status s = ep ? ep->ep->Recv(a) : srx->rx->Recv(a);
+  SyncWaitFds(ep ? ep->domain->fabric : srx->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -300,6 +329,7 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
   if (count == 0) {
     cq->cq->Progress();
+    SyncWaitFds(cq->domain->fabric);
     return 0;
   }
   if (buf == nullptr) return Fail(EINVAL, "need a buffer for the entries");
@@ -307,6 +337,7 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
   core::CqEntry entries[kBatch];
   uint64_t srcs[kBatch];
   const int n = cq->cq->Read(entries, std::min(count, kBatch), srcs);
+  SyncWaitFds(cq->domain->fabric);
   if (n < 0) {
     last_error = n == -EAGAIN ? "no completion is ready"
                               : "an error completion is next: sf_cq_readerr";
@@ -342,6 +373,7 @@ ssize_t WaitFor(Fabric* fabric, int timeout_ms, TryRead try_read) {
 
 ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
   auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
+  SyncWaitFds(eq->fabric);
   if (!ev.ok()) {
     last_error = ev.status().message();
     return -ev.status().code();
@@ -596,7 +628,19 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
   }
   if (size > (1u << 24)) return Fail(EINVAL, "CQ size too large");
   if (attr && attr->flags) return Fail(EINVAL, "no CQ flags are supported");
+  const sf_wait_obj wait = attr ? attr->wait_obj : SF_WAIT_NONE;
+  if (wait != SF_WAIT_NONE && wait != SF_WAIT_UNSPEC && wait != SF_WAIT_FD) {
+    return Fail(wait == SF_WAIT_SET ? ENOSYS : EINVAL,
+                "wait_obj: SF_WAIT_NONE, SF_WAIT_UNSPEC or SF_WAIT_FD");
+  }
+  int fd = -1;
+  if (wait != SF_WAIT_NONE) {
+    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) return Fail(ENOMEM, "eventfd failed");
+  }
   auto* c = new Cq;
+  c->wait_fd = fd;
+  if (fd >= 0) d->fabric->waitable.push_back(c);
   InitFid(&c->fid, SF_CLASS_CQ, context);
   c->domain = d;
   c->format = format;
@@ -623,7 +667,9 @@ ssize_t sf_cq_readerr(sf_cq* pub, sf_cq_err_entry* buf, uint64_t flags) {
     return Fail(EINVAL, "bad argument");
   }
   core::CqErrEntry e;
-  if (Status s = cq->cq->ReadError(&e); !s.ok()) return Fail(s);
+  const Status s = cq->cq->ReadError(&e);
+  SyncWaitFds(cq->domain->fabric);
+  if (!s.ok()) return Fail(s);
   *buf = sf_cq_err_entry{};
   buf->op_context = e.op_context;
   buf->flags = e.flags;
@@ -987,6 +1033,8 @@ int sf_close(sf_fid* fid) {
     case SF_CLASS_CQ: {
       Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
       if (!cq->eps.empty()) return Fail(EBUSY, "endpoints are bound to it");
+      auto& w = cq->domain->fabric->waitable;
+      w.erase(std::remove(w.begin(), w.end(), cq), w.end());
       --cq->domain->children;
       cq->fid.magic = 0;
       delete cq;
@@ -1028,6 +1076,49 @@ int sf_close(sf_fid* fid) {
     default:
       return Fail(EINVAL, "not a softfab object");
   }
+}
+
+// ---- Wait objects ----
+
+int sf_control(sf_fid* fid, int command, void* arg) {
+  if (!IsClass(fid, SF_CLASS_CQ)) {
+    return Fail(EINVAL, "wait objects belong to completion queues");
+  }
+  if (command != SF_GETWAIT) return Fail(ENOSYS, "unknown command");
+  if (arg == nullptr) return Fail(EINVAL, "arg must point to an int");
+  Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
+  if (cq->wait_fd < 0) {
+    return Fail(EINVAL, "the CQ was opened without a wait object");
+  }
+  SyncWaitFds(cq->domain->fabric);
+  *static_cast<int*>(arg) = cq->wait_fd;
+  return 0;
+}
+
+int sf_trywait(sf_fabric* pub, sf_fid** fids, int count) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || fids == nullptr || count <= 0) {
+    return Fail(EINVAL, "fabric, fids and count must be valid");
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!IsClass(fids[i], SF_CLASS_CQ)) return Fail(EINVAL, "not a CQ");
+    Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fids[i]));
+    if (cq->domain->fabric != f) return Fail(EINVAL, "CQ of another fabric");
+    if (cq->wait_fd < 0) return Fail(EINVAL, "CQ without a wait object");
+  }
+  for (int i = 0; i < count; ++i) {
+    Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fids[i]));
+    cq->cq->Progress();
+    if (cq->cq->pending() > 0 || cq->cq->has_error()) {
+      SyncWaitFds(f);
+      return Fail(EAGAIN, "completions are waiting: read the CQ");
+    }
+  }
+  SyncWaitFds(f);
+  if (f->sim->pending_events() > 0) {
+    return Fail(EAGAIN, "the simulated fabric has work: read the CQs");
+  }
+  return 0;
 }
 
 // ---- Connections and event queues ----

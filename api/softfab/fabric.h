@@ -199,10 +199,18 @@ enum sf_cq_format {
   SF_CQ_FORMAT_DATA,
   SF_CQ_FORMAT_TAGGED,
 };
+/* Wait objects (libfabric's values). */
+enum sf_wait_obj {
+  SF_WAIT_NONE = 0,
+  SF_WAIT_UNSPEC = 1, /* same as SF_WAIT_FD here */
+  SF_WAIT_SET = 2,    /* not supported */
+  SF_WAIT_FD = 3,
+};
 struct sf_cq_attr {
   size_t size; /* entries; 0: 1024 */
   uint64_t flags;
   enum sf_cq_format format;
+  enum sf_wait_obj wait_obj; /* SF_WAIT_FD: a file descriptor to poll */
 };
 struct sf_cq_entry {
   void* op_context;
@@ -255,6 +263,17 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
  * waits while anything is pending in the fabric. */
 ssize_t sf_cq_sread(struct sf_cq* cq, void* buf, size_t count, const void* cond,
                     int timeout_ms);
+
+/* Wait fd (SF_WAIT_FD): sf_control(&cq->fid, SF_GETWAIT, &fd) gives a file
+ * descriptor for poll/epoll/libuv that is readable while sf_cq_read has
+ * something to do: entries are waiting, or (simulator) the fabric has events
+ * pending that progress would run. Reading the CQ drives that progress; the
+ * descriptor is never read or closed by the application. sf_trywait returns
+ * 0 when it is safe to block on the descriptors of the given CQs and
+ * -SF_EAGAIN when the caller should read them first (fi_trywait(3)). */
+#define SF_GETWAIT 5
+int sf_control(struct sf_fid* fid, int command, void* arg);
+int sf_trywait(struct sf_fabric* fabric, struct sf_fid** fids, int count);
 
 /* ---- Endpoint ---- */
 enum sf_ep_type {
