@@ -90,7 +90,9 @@ struct Cq : sf_cq {
   std::unique_ptr<core::CompletionQueue> cq;
   sf_cq_format format = SF_CQ_FORMAT_CONTEXT;
   std::vector<Ep*> eps;  // Bound endpoints, in binding order.
-  int wait_fd = -1;      // SF_WAIT_FD: an eventfd, readable while signalled.
+  std::vector<core::CqEntry> scratch = std::vector<core::CqEntry>(64);
+  std::vector<uint64_t> scratch_src = std::vector<uint64_t>(64);
+  int wait_fd = -1;  // SF_WAIT_FD: an eventfd, readable while signalled.
   bool signalled = false;
   ~Cq() {
     if (wait_fd >= 0) close(wait_fd);
@@ -333,10 +335,12 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
     return 0;
   }
   if (buf == nullptr) return Fail(EINVAL, "need a buffer for the entries");
-  constexpr size_t kBatch = 64;
-  core::CqEntry entries[kBatch];
-  uint64_t srcs[kBatch];
-  const int n = cq->cq->Read(entries, std::min(count, kBatch), srcs);
+  // Entries are read into the CQ's own scratch space (not a fresh local
+  // array, whose initialisation would cost more than the read).
+  core::CqEntry* entries = cq->scratch.data();
+  uint64_t* srcs = cq->scratch_src.data();
+  const int n =
+      cq->cq->Read(entries, std::min(count, cq->scratch.size()), srcs);
   SyncWaitFds(cq->domain->fabric);
   if (n < 0) {
     last_error = n == -EAGAIN ? "no completion is ready"

@@ -17,6 +17,7 @@ StatusOr<uint64_t> AddressVector::Insert(const wire::Name& name) {
     names_.push_back(name);
   }
   by_name_.emplace(name, index);
+  ++generation_;
   by_lid_qpn_.emplace(std::make_pair(name.lid, name.cm_qpn), index);
   return index;
 }
@@ -29,6 +30,7 @@ Status AddressVector::Remove(uint64_t index) {
   by_lid_qpn_.erase(std::make_pair(names_[index]->lid, names_[index]->cm_qpn));
   names_[index].reset();
   free_.insert(index);
+  ++generation_;
   return Status::Ok();
 }
 

@@ -30,6 +30,9 @@ class AddressVector {
   Status Remove(uint64_t index);
   std::optional<wire::Name> Lookup(uint64_t index) const;
   std::optional<uint64_t> Find(const wire::Name& name) const;
+  // Changes whenever an index is added or removed, so a Find result can be
+  // cached until then.
+  uint64_t generation() const { return generation_; }
   // The address whose name has this LID and QP number (how a UD completion
   // names its sender), if any.
   std::optional<uint64_t> FindByLidQpn(uint16_t lid, uint32_t qpn) const;
@@ -38,6 +41,7 @@ class AddressVector {
  private:
   size_t count_max_;
   std::vector<std::optional<wire::Name>> names_;
+  uint64_t generation_ = 0;
   std::set<uint64_t> free_;  // Removed indices, reused lowest first.
   std::map<wire::Name, uint64_t> by_name_;
   std::map<std::pair<uint16_t, uint32_t>, uint64_t> by_lid_qpn_;

@@ -28,7 +28,8 @@ bool CompletionQueue::Push(const CqEntry& entry, bool reserved) {
   } else if (count_ + errors + reserved_ >= ring_.size()) {
     return false;
   }
-  const size_t tail = (head_ + count_) % ring_.size();
+  size_t tail = head_ + count_;
+  if (tail >= ring_.size()) tail -= ring_.size();
   ring_[tail] = entry;
   ring_seq_[tail] = next_seq_++;
   ++count_;
@@ -62,7 +63,7 @@ int CompletionQueue::Read(CqEntry* out, size_t count, uint64_t* src) {
     if (error_pending && ring_seq_[head_] > first_error) break;
     out[n] = ring_[head_];
     if (src) src[n] = ring_[head_].src_addr;
-    head_ = (head_ + 1) % ring_.size();
+    if (++head_ == ring_.size()) head_ = 0;
     --count_;
     ++n;
   }

@@ -471,24 +471,43 @@ StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
     return 0u;
   }
   if (av_ == nullptr) return InvalidArgument("no address vector bound");
+  // AV index -> peer, cached while the AV is unchanged.
+  if (peer_of_dest_generation_ != av_->generation()) {
+    peer_of_dest_.clear();
+    peer_of_dest_generation_ = av_->generation();
+  }
+  if (dest < peer_of_dest_.size() && peer_of_dest_[dest] != internal::kNil) {
+    return peer_of_dest_[dest];
+  }
   auto name = av_->Lookup(dest);
   if (!name) return InvalidArgument("destination is not in the address vector");
+  uint32_t peer;
   if (auto it = peer_by_name_.find(*name); it != peer_by_name_.end()) {
-    return it->second;
-  }
-  if (peers_.size() >= attr_.peers_max) {
+    peer = it->second;
+  } else if (peers_.size() >= attr_.peers_max) {
     return NoMemory("endpoint holds peers_max connections already");
+  } else {
+    peer = FindOrAddPeer(*name);
   }
-  return FindOrAddPeer(*name);
+  if (dest < (uint64_t{1} << 20)) {  // AV indices are small; bound the cache.
+    if (peer_of_dest_.size() <= dest) {
+      peer_of_dest_.resize(dest + 1, internal::kNil);
+    }
+    peer_of_dest_[dest] = peer;
+  }
+  return peer;
 }
 
 uint64_t Endpoint::SourceOf(uint32_t peer) const {
   const Peer& p = peers_[peer];
-  if (av_ != nullptr) {
-    if (auto index = av_->Find(p.name)) return *index;
+  if (av_ == nullptr) return (uint64_t{1} << 62) | peer;
+  if (p.source_generation != av_->generation()) {
+    // Not in our AV: a source no directed receive can name.
+    auto index = av_->Find(p.name);
+    p.source = index ? *index : (uint64_t{1} << 62) | peer;
+    p.source_generation = av_->generation();
   }
-  // Not in our AV: a source no directed receive can name.
-  return (uint64_t{1} << 62) | peer;
+  return p.source;
 }
 
 uint64_t Endpoint::AvailableCredits(const Peer& peer) const {
@@ -908,16 +927,25 @@ uint32_t Endpoint::NewRxOp(const RecvArgs& a, bool wants_entry) {
   const uint32_t index = rx_->free_.back();
   rx_->free_.pop_back();
   RxOp& r = rx_->ops_[index];
-  r = RxOp{};
+  // Every field is set here (the hot path skips zeroing the whole slot);
+  // iov and desc entries past iov_count are never read.
   r.used = true;
   r.context = a.context;
   r.iov_count = a.iov_count;
   std::copy(a.iov, a.iov + a.iov_count, r.iov);
   r.len = IovBytes(a.iov, a.iov_count);
+  r.consumed = 0;
   r.flags = a.flags;
   r.tagged = a.tagged;
   r.wants_entry = wants_entry;
-  if (a.desc) std::copy(a.desc, a.desc + a.iov_count, r.desc);
+  r.tag_only = false;
+  r.handle = ReceiveHandle{};
+  for (size_t i = 0; i < a.iov_count; ++i) {
+    r.desc[i] = a.desc ? a.desc[i] : nullptr;
+  }
+  r.reads_pending = 0;
+  r.released = false;
+  r.release_reported = false;
   return index;
 }
 
@@ -1033,7 +1061,7 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
   }
   if (last) {
-    r = RxOp{};
+    r.used = false;
     rx_->free_.push_back(rx_index);
   }
 }

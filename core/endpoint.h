@@ -326,7 +326,9 @@ class Endpoint {
   enum class PeerState : uint8_t { kIdle, kConnecting, kConnected, kFailed };
   struct Peer {
     wire::Name name;
-    uint64_t av_index = kAnySource;  // Our AV's index for it, if any.
+    // SourceOf's answer, valid while the AV's generation is unchanged.
+    mutable uint64_t source = 0;
+    mutable uint64_t source_generation = ~uint64_t{0};
     PeerState state = PeerState::kIdle;
     // The far QP can receive. The side that accepts a connection learns it
     // from the first message the peer sends on it (the IB CM's ready-to-use);
@@ -558,6 +560,8 @@ class Endpoint {
   std::vector<Peer> peers_;
   std::map<wire::Name, uint32_t> peer_by_name_;
   std::map<uint32_t, uint32_t> peer_by_qpn_;
+  std::vector<uint32_t> peer_of_dest_;  // AV index -> peer (kNil: unknown).
+  uint64_t peer_of_dest_generation_ = ~uint64_t{0};
   std::vector<uint32_t> credit_dirty_;  // Peers with credits to write back.
 
   uint64_t next_request_id_ = 1;

@@ -347,6 +347,54 @@ TEST_P(ConformanceMoreTest, BufferedTaggedMatchesPostedTags) {
   EXPECT_TRUE(f.Quiet(1));
 }
 
+// The AV can change under an endpoint: a removed index reused for another
+// peer sends there, and sources follow the AV (cached lookups must notice).
+TEST_P(ConformanceMoreTest, AvChangesRedirectSendsAndSources) {
+  Fixture f;
+  ASSERT_TRUE(f.Open(backend(), 3));
+  // Sends `tag` from node `from` to its AV index `dest`; returns the source
+  // node `to` reports for it.
+  auto transfer = [&](int from, sf_addr_t dest, int to, uint64_t tag) {
+    char in[8] = {}, out[8] = "x";
+    int ctx = 0;
+    EXPECT_EQ(sf_trecv(f.peers[to].ep, in, sizeof in, nullptr, SF_ADDR_UNSPEC,
+                       tag, 0, &ctx),
+              0);
+    EXPECT_EQ(sf_tsend(f.peers[from].ep, out, sizeof out, nullptr, dest, tag,
+                       nullptr),
+              0)
+        << sf_last_error();
+    sf_addr_t src = 0;
+    for (int r = 0; r < 100000; ++r) {
+      sf_cq_tagged_entry e;
+      if (sf_cq_readfrom(f.peers[to].cq, &e, 1, &src) == 1 &&
+          e.op_context == &ctx) {
+        return src;
+      }
+      f.Progress();
+    }
+    ADD_FAILURE() << "tag " << tag << " did not arrive at node " << to;
+    return SF_ADDR_NOTAVAIL;
+  };
+  const sf_addr_t to1 = f.peers[0].addr[1], to2 = f.peers[0].addr[2];
+  EXPECT_EQ(transfer(1, f.peers[1].addr[0], 0, 1), to1);
+  EXPECT_EQ(transfer(0, to1, 1, 2), f.peers[1].addr[0]);
+  // Node 0's index for node 1 now names node 2.
+  uint8_t name2[SF_NAME_BYTES];
+  size_t len = sizeof name2;
+  ASSERT_EQ(sf_av_lookup(f.peers[0].av, to2, name2, &len), 0);
+  sf_addr_t gone[2] = {to1, to2};
+  ASSERT_EQ(sf_av_remove(f.peers[0].av, gone, 2, 0), 0);
+  sf_addr_t reused = SF_ADDR_NOTAVAIL;
+  ASSERT_EQ(sf_av_insert(f.peers[0].av, name2, 1, &reused, 0, nullptr), 1);
+  ASSERT_EQ(reused, to1);  // Lowest free index first.
+  EXPECT_EQ(transfer(0, reused, 2, 3), f.peers[2].addr[0]);
+  // Node 1 is no longer in node 0's AV: its messages carry no source.
+  EXPECT_EQ(transfer(1, f.peers[1].addr[0], 0, 4), SF_ADDR_NOTAVAIL);
+  // And node 2's are reported under the reused index.
+  EXPECT_EQ(transfer(2, f.peers[2].addr[0], 0, 5), reused);
+}
+
 // ---- FI_EP_MSG: connect, accept, reject, shutdown ----
 
 struct CmEvent {
