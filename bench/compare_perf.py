@@ -482,7 +482,9 @@ def measure_softfab(args, repo_root):
         return res, True
 
     res = {"msg_rate": None, "half_rtt_us": None, "errors": {}}
-    flags = ["--benchmark_format=json", "--benchmark_filter=" + BENCH_FILTER]
+    # The same number of runs as the external tools get, median reported.
+    flags = ["--benchmark_format=json", "--benchmark_filter=" + BENCH_FILTER,
+             "--benchmark_repetitions=%d" % max(1, args.repeat)]
     if args.softfab_binary:
         cmd = [os.path.abspath(args.softfab_binary)] + flags
         res["source"] = "binary %s" % args.softfab_binary

@@ -8,6 +8,7 @@
 //   receiver that keeps receives posted; items_per_second = messages/s.
 // BM_TaggedPingPong/<size>: two endpoints bounce one message; one iteration is
 //   one half round trip (one direction), so the time is the one-way latency.
+//   Up to inject_size the message goes by sf_tinject, as fi_pingpong does.
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -126,13 +127,19 @@ void BM_TaggedPingPong(benchmark::State& state) {
     (void)sf_trecv(p.side[i].ep, buf[i].data(), size, nullptr, SF_ADDR_UNSPEC,
                    1, 0, nullptr);
   }
+  sf_ep_attr attr{};
+  (void)sf_ep_query(p.side[0].ep, &attr);
+  const bool inject = size <= attr.inject_size;
   sf_cq_tagged_entry e[8];
   int turn = 0;  // Who sends in this iteration (one half round trip).
   for (auto _ : state) {
     Side& from = p.side[turn];
     Side& to = p.side[1 - turn];
-    while (sf_tsend(from.ep, buf[turn].data(), size, nullptr, from.peer, 1,
-                    nullptr) == -SF_EAGAIN) {
+    // Like fi_pingpong (libfabric's util/pingpong.c), messages up to the
+    // inject size go by inject, larger ones by send.
+    while ((inject ? sf_tinject(from.ep, buf[turn].data(), size, from.peer, 1)
+                   : sf_tsend(from.ep, buf[turn].data(), size, nullptr,
+                              from.peer, 1, nullptr)) == -SF_EAGAIN) {
       (void)sf_cq_read(from.cq, e, 8);
     }
     // Wait for the receive at the other side, then repost it.
