@@ -592,8 +592,7 @@ Status Endpoint::Send(const SendArgs& a) {
   uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
   auto rollback = [&](Status s) {
     tx_cq_->Unreserve();
-    op = TxOp{};
-    tx_free_.push_back(index);
+    FreeTx(index);
     return s;
   };
   if (len > attr_.eager_max) {
@@ -649,16 +648,15 @@ Status Endpoint::Send(const SendArgs& a) {
   if (connected && !(op.fenced && p.in_flight > 0)) {
     if (Status s = PostTx(index); !s.ok()) {
       // Roll back: nothing was posted.
-      if (op.rdv_mr) (void)op.rdv_mr->Destroy();
       return rollback(s);
     }
     return Status::Ok();
   }
   p.waiting.push_back(index);
+  MarkBusy(peer);
   if (p.state == PeerState::kIdle) {
     if (Status s = StartConnect(peer); !s.ok()) {
       p.waiting.pop_back();
-      if (op.rdv_mr) (void)op.rdv_mr->Destroy();
       return rollback(s);
     }
   }
@@ -686,12 +684,21 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
   const uint32_t index = tx_free_.back();
   tx_free_.pop_back();
   TxOp& op = tx_ops_[index];
-  op = TxOp{};
+  // Every field is set (no zeroing of the whole slot on the hot path).
   op.used = true;
   op.peer = peer;
   op.context = a.context;
+  op.flags = 0;
+  op.level = 0;
   op.len = len;
   op.wants_entry = wants_entry;
+  op.sent = false;
+  op.acked = false;
+  op.send_done = false;
+  op.rendezvous = false;
+  op.fenced = false;
+  op.prefix = 0;
+  op.header = wire::Header{};
   op.reserved = true;
   return index;
 }
@@ -745,8 +752,16 @@ void Endpoint::MaybeFinishTx(uint32_t index) {
   if (!op.send_done || (needs_ack && !op.acked)) return;
   CompleteTx(index, 0);
   if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
+  FreeTx(index);
+}
+
+void Endpoint::FreeTx(uint32_t index) {
+  TxOp& op = tx_ops_[index];
   if (op.rdv_mr) (void)op.rdv_mr->Destroy();
-  op = TxOp{};
+  op.rdv_mr = nullptr;
+  op.rdv_copy.clear();
+  op.used = false;
+  op.reserved = false;
   tx_free_.push_back(index);
 }
 
@@ -754,6 +769,7 @@ void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   Peer& p = peers_[peer];
   if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
     p.acks.emplace_back(op, msg_id);
+    MarkBusy(peer);
   }
 }
 
@@ -832,8 +848,7 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
   const tp::SendWr* bad = nullptr;
   if (Status s = cm_qp_->PostSend(&wr, &bad); !s.ok()) {
     if (op.reserved) tx_cq_->Unreserve();
-    op = TxOp{};
-    tx_free_.push_back(index);
+    FreeTx(index);
     return s;
   }
   op.sent = true;
@@ -1118,6 +1133,7 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
   }
   if (Status s = PostRead(ri); s.code() == ENOMEM || s.code() == EAGAIN) {
     peers_[peer].reads_waiting.push_back(ri);
+    MarkBusy(peer);
   } else if (!s.ok()) {
     OnReadDone(ri, false);
   }
@@ -1633,6 +1649,7 @@ Status Endpoint::StartConnect(uint32_t peer) {
   p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
   p.request_id = next_request_id_++;
   p.state = PeerState::kConnecting;
+  MarkBusy(peer);
   p.retries = 0;
   ++stats_.cm_requests;
   // A full CM send queue (many connections starting at once) only delays the
@@ -1794,8 +1811,7 @@ void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();
     CompleteTx(index, err);
-    tx_ops_[index].used = false;
-    tx_free_.push_back(index);
+    FreeTx(index);
   }
 }
 
@@ -2046,7 +2062,8 @@ void Endpoint::MsgTimers(uint64_t now) {
 // ------------------------------------------------------------------- progress
 
 void Endpoint::Progress() {
-  tp::WorkCompletion wc[kPollBatch];
+  // A member array: a local one would be zeroed on every call.
+  tp::WorkCompletion* wc = wc_.data();
   // Receives first: they return credits and acks that sends wait for. A
   // message is only taken off the wire when the receive CQ has room for what
   // it may produce, so nothing is ever lost to a full CQ.
@@ -2090,9 +2107,7 @@ void Endpoint::Progress() {
         if (wc[i].status != tp::WcStatus::kSuccess) {
           CompleteTx(static_cast<uint32_t>(index), EIO);
           if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
-          if (op.rdv_mr) (void)op.rdv_mr->Destroy();
-          op = TxOp{};
-          tx_free_.push_back(static_cast<uint32_t>(index));
+          FreeTx(static_cast<uint32_t>(index));
           if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO);
         } else {
           MaybeFinishTx(static_cast<uint32_t>(index));
@@ -2100,9 +2115,13 @@ void Endpoint::Progress() {
       }
     }
   }
-  // Connection retries, in peer order.
+  // Timers and queued work only concern the peers on the busy list (in the
+  // order they joined it), so an idle connection costs progress nothing.
+  if (busy_.empty() && !accepted_ && credit_dirty_.empty()) return;
   const uint64_t now = device_->clock().NowNs();
-  for (uint32_t i = 0; i < peers_.size(); ++i) {
+  // Connection retries.
+  for (size_t k = 0; k < busy_.size(); ++k) {
+    const uint32_t i = busy_[k];
     Peer& p = peers_[i];
     if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
     if (++p.retries > attr_.cm_retries_max) {
@@ -2116,8 +2135,11 @@ void Endpoint::Progress() {
   }
   if (attr_.type == EndpointType::kMsg) MsgTimers(now);
   FlushCreditWrites();
-  // Acks and sends that waited for a connection or a credit, in peer order.
-  for (uint32_t i = 0; i < peers_.size(); ++i) {
+  // Acks and sends that waited for a connection or a credit. A peer leaves
+  // the busy list once it has nothing queued and is not connecting.
+  size_t kept = 0;
+  for (size_t k = 0; k < busy_.size(); ++k) {
+    const uint32_t i = busy_[k];
     Peer& p = peers_[i];
     while (!p.acks.empty() &&
            PostAck(i, p.acks.front().second, p.acks.front().first).ok()) {
@@ -2134,6 +2156,21 @@ void Endpoint::Progress() {
       if (!PostTx(index).ok()) break;
       p.waiting.pop_front();
     }
+    if (p.state == PeerState::kConnecting || !p.acks.empty() ||
+        !p.reads_waiting.empty() || !p.waiting.empty()) {
+      busy_[kept++] = i;
+    } else {
+      p.listed = false;
+    }
+  }
+  busy_.resize(kept);
+}
+
+void Endpoint::MarkBusy(uint32_t peer) {
+  Peer& p = peers_[peer];
+  if (!p.listed) {
+    p.listed = true;
+    busy_.push_back(peer);
   }
 }
 

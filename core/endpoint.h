@@ -28,6 +28,7 @@
 
 #include <sys/uio.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -362,6 +363,7 @@ class Endpoint {
     // `credits` of them a buffered message keeps its credit until a receive
     // takes it: the sender is throttled and memory stays bounded.
     uint32_t unexpected_buffered = 0;
+    bool listed = false;  // On busy_.
   };
 
   struct TxOp {
@@ -468,6 +470,9 @@ class Endpoint {
   // (kNil: untagged, reported on arrival).
   void ReportBuffered(uint32_t ui, uint32_t rx_index);
   void FlushCreditWrites();
+  // Releases tx slot `index` (and its rendezvous registration).
+  void FreeTx(uint32_t index);
+  void MarkBusy(uint32_t peer);
   uint64_t SourceOf(uint32_t peer) const;
   Status HandlePeekClaimDiscard(const RecvArgs& args);
 
@@ -563,6 +568,10 @@ class Endpoint {
   std::vector<uint32_t> peer_of_dest_;  // AV index -> peer (kNil: unknown).
   uint64_t peer_of_dest_generation_ = ~uint64_t{0};
   std::vector<uint32_t> credit_dirty_;  // Peers with credits to write back.
+  // Peers with queued work (sends, acks, READs) or connecting: what progress
+  // looks at beyond the CQs.
+  std::vector<uint32_t> busy_;
+  std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
 
   uint64_t next_request_id_ = 1;
   uint32_t next_psn_ = 0x1000;
