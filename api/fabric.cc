@@ -173,6 +173,26 @@ void InitFid(sf_fid* fid, sf_fclass fclass, void* context) {
   fid->context = context;
 }
 
+// Begins an object's life: a fid header, and one more child of its parent
+// (nullptr for a fabric).
+template <typename T>
+T* NewObject(sf_fclass fclass, void* context, int* parent_children) {
+  auto* object = new T;
+  InitFid(&object->fid, fclass, context);
+  if (parent_children != nullptr) ++*parent_children;
+  return object;
+}
+
+// Ends an object's life: its parent counts one child fewer, and a stale
+// handle to it is recognised as closed.
+template <typename T>
+int Release(T* object, int* parent_children) {
+  --*parent_children;
+  object->fid.magic = 0;
+  delete object;
+  return 0;
+}
+
 // Per-type casts from the public struct pointer.
 Fabric* AsFabric(sf_fabric* p) {
   return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_FABRIC
@@ -475,8 +495,7 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   config.default_link.bandwidth_bps = attr->sim_bandwidth_bps;
   auto sim = softfab::sim::CreateSimFabric(config);
   if (!sim) return Fail(EINVAL, "simulator configuration refused");
-  auto* f = new Fabric;
-  InitFid(&f->fid, SF_CLASS_FABRIC, context);
+  auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
   f->sim = std::move(sim);
   *out = f;
   return 0;
@@ -491,12 +510,10 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   if (dev == nullptr) return Fail(EINVAL, "no such node");
   auto pd = dev->AllocPd();
   if (!pd.ok()) return Fail(pd.status());
-  auto* d = new Domain;
-  InitFid(&d->fid, SF_CLASS_DOMAIN, context);
+  auto* d = NewObject<Domain>(SF_CLASS_DOMAIN, context, &f->children);
   d->fabric = f;
   d->device = dev;
   d->pd = *pd;
-  ++f->children;
   *out = d;
   return 0;
 }
@@ -537,12 +554,10 @@ int sf_mr_reg(sf_domain* pub, const void* buf, size_t len, uint64_t access,
   if (access & SF_REMOTE_WRITE) ibv |= tp::kAccessRemoteWrite;
   auto mr = d->pd->RegMr(const_cast<void*>(buf), len, ibv);
   if (!mr.ok()) return Fail(mr.status());
-  auto* m = new Mr;
-  InitFid(&m->fid, SF_CLASS_MR, context);
+  auto* m = NewObject<Mr>(SF_CLASS_MR, context, &d->children);
   m->domain = d;
   m->mr = *mr;
   d->mrs.insert(static_cast<sf_mr*>(m));
-  ++d->children;
   *out = m;
   return 0;
 }
@@ -557,11 +572,9 @@ int sf_av_open(sf_domain* pub, const sf_av_attr* attr, sf_av** out,
   }
   const size_t count = attr && attr->count ? attr->count : 1024;
   if (attr && attr->flags) return Fail(EINVAL, "no AV flags are supported");
-  auto* a = new Av;
-  InitFid(&a->fid, SF_CLASS_AV, context);
+  auto* a = NewObject<Av>(SF_CLASS_AV, context, &d->children);
   a->domain = d;
   a->av = std::make_unique<core::AddressVector>(count);
-  ++d->children;
   *out = a;
   return 0;
 }
@@ -642,15 +655,13 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
     fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) return Fail(ENOMEM, "eventfd failed");
   }
-  auto* c = new Cq;
+  auto* c = NewObject<Cq>(SF_CLASS_CQ, context, &d->children);
   c->wait_fd = fd;
   if (fd >= 0) d->fabric->waitable.push_back(c);
-  InitFid(&c->fid, SF_CLASS_CQ, context);
   c->domain = d;
   c->format = format;
   c->cq = std::make_unique<core::CompletionQueue>(size);
   c->cq->set_progress([c] { ProgressCq(c); });
-  ++d->children;
   *out = c;
   return 0;
 }
@@ -746,14 +757,12 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   }
   auto ep = core::Endpoint::Create(d->device, d->pd, a);
   if (!ep.ok()) return Fail(ep.status());
-  auto* e = new Ep;
+  auto* e = NewObject<Ep>(SF_CLASS_EP, context, &d->children);
   if (attr->info != nullptr) e->request = attr->info->request;
-  InitFid(&e->fid, SF_CLASS_EP, context);
   e->domain = d;
   e->ep = std::move(*ep);
   e->ep->rx_context()->set_user_handle(static_cast<sf_ep*>(e));
   e->ep->set_user_handle(&e->fid);
-  ++d->children;
   *out = e;
   return 0;
 }
@@ -842,12 +851,10 @@ int sf_srx_context(sf_domain* pub, const sf_rx_attr* attr, sf_ep** out,
   }
   auto rx = core::RxContext::CreateShared(a);
   if (!rx.ok()) return Fail(rx.status());
-  auto* x = new Srx;
-  InitFid(&x->fid, SF_CLASS_SRX_CTX, context);
+  auto* x = NewObject<Srx>(SF_CLASS_SRX_CTX, context, &d->children);
   x->domain = d;
   x->rx = std::move(*rx);
   x->rx->set_user_handle(static_cast<sf_ep*>(x));
-  ++d->children;
   *out = x;
   return 0;
 }
@@ -1005,70 +1012,46 @@ int sf_close(sf_fid* fid) {
       if (ep->av) --ep->av->users;
       if (ep->srx) --ep->srx->users;
       if (ep->eq) --ep->eq->users;
-      --ep->domain->children;
-      ep->fid.magic = 0;
-      delete ep;
-      return 0;
+      return Release(ep, &ep->domain->children);
     }
     case SF_CLASS_EQ: {
       Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(fid));
       if (eq->users) return Fail(EBUSY, "endpoints are bound to it");
-      --eq->fabric->children;
-      eq->fid.magic = 0;
-      delete eq;
-      return 0;
+      return Release(eq, &eq->fabric->children);
     }
     case SF_CLASS_PEP: {
       Pep* pep = static_cast<Pep*>(reinterpret_cast<sf_pep*>(fid));
       if (pep->eq) --pep->eq->users;
-      --pep->domain->children;
-      pep->fid.magic = 0;
-      delete pep;
-      return 0;
+      return Release(pep, &pep->domain->children);
     }
     case SF_CLASS_SRX_CTX: {
       Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid));
       if (srx->users) return Fail(EBUSY, "endpoints are bound to it");
-      --srx->domain->children;
-      srx->fid.magic = 0;
-      delete srx;
-      return 0;
+      return Release(srx, &srx->domain->children);
     }
     case SF_CLASS_CQ: {
       Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
       if (!cq->eps.empty()) return Fail(EBUSY, "endpoints are bound to it");
       auto& w = cq->domain->fabric->waitable;
       w.erase(std::remove(w.begin(), w.end(), cq), w.end());
-      --cq->domain->children;
-      cq->fid.magic = 0;
-      delete cq;
-      return 0;
+      return Release(cq, &cq->domain->children);
     }
     case SF_CLASS_AV: {
       Av* av = static_cast<Av*>(reinterpret_cast<sf_av*>(fid));
       if (av->users) return Fail(EBUSY, "endpoints are bound to it");
-      --av->domain->children;
-      av->fid.magic = 0;
-      delete av;
-      return 0;
+      return Release(av, &av->domain->children);
     }
     case SF_CLASS_MR: {
       Mr* mr = static_cast<Mr*>(reinterpret_cast<sf_mr*>(fid));
       if (Status s = mr->mr->Destroy(); !s.ok()) return Fail(s);
       mr->domain->mrs.erase(static_cast<sf_mr*>(mr));
-      --mr->domain->children;
-      mr->fid.magic = 0;
-      delete mr;
-      return 0;
+      return Release(mr, &mr->domain->children);
     }
     case SF_CLASS_DOMAIN: {
       Domain* d = static_cast<Domain*>(reinterpret_cast<sf_domain*>(fid));
       if (d->children) return Fail(EBUSY, "objects of this domain are open");
       if (Status s = d->pd->Destroy(); !s.ok()) return Fail(s);
-      --d->fabric->children;
-      d->fid.magic = 0;
-      delete d;
-      return 0;
+      return Release(d, &d->fabric->children);
     }
     case SF_CLASS_FABRIC: {
       Fabric* f = static_cast<Fabric*>(reinterpret_cast<sf_fabric*>(fid));
@@ -1136,11 +1119,9 @@ int sf_eq_open(sf_fabric* pub, const sf_eq_attr* attr, sf_eq** out,
   const size_t size = attr && attr->size ? attr->size : 64;
   if (size > (1u << 20)) return Fail(EINVAL, "EQ size too large");
   if (attr && attr->flags) return Fail(EINVAL, "no EQ flags are supported");
-  auto* eq = new Eq;
-  InitFid(&eq->fid, SF_CLASS_EQ, context);
+  auto* eq = NewObject<Eq>(SF_CLASS_EQ, context, &f->children);
   eq->fabric = f;
   eq->eq = std::make_unique<core::EventQueue>(size);
-  ++f->children;
   *out = eq;
   return 0;
 }
@@ -1184,12 +1165,10 @@ int sf_passive_ep(sf_domain* pub, sf_pep** out, void* context) {
   }
   auto ep = core::Endpoint::CreateListener(d->device, d->pd);
   if (!ep.ok()) return Fail(ep.status());
-  auto* pep = new Pep;
-  InitFid(&pep->fid, SF_CLASS_PEP, context);
+  auto* pep = NewObject<Pep>(SF_CLASS_PEP, context, &d->children);
   pep->domain = d;
   pep->ep = std::move(*ep);
   pep->ep->set_user_handle(&pep->fid);
-  ++d->children;
   *out = pep;
   return 0;
 }

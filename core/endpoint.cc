@@ -93,6 +93,19 @@ CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
   return x;
 }
 
+// A slot of a pool kept as items + free list: a freed one if any, else a new
+// one at the end (so pools only grow as far as the peak needs).
+template <typename Items>
+uint32_t TakeSlot(Items& items, std::vector<uint32_t>& free) {
+  if (!free.empty()) {
+    const uint32_t slot = free.back();
+    free.pop_back();
+    return slot;
+  }
+  items.emplace_back();
+  return static_cast<uint32_t>(items.size() - 1);
+}
+
 uint64_t LoadWord(const uint64_t& word) {
   // Written by the (simulated or real) HCA on a peer's RDMA WRITE.
   return std::atomic_ref<const uint64_t>(word).load(std::memory_order_acquire);
@@ -1103,14 +1116,7 @@ void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
 void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
                          const wire::Header& h, uint64_t cq_flags) {
   RxOp& r = rx_->ops_[rx_index];
-  uint32_t ri;
-  if (!reads_free_.empty()) {
-    ri = reads_free_.back();
-    reads_free_.pop_back();
-  } else {
-    ri = static_cast<uint32_t>(reads_.size());
-    reads_.emplace_back();
-  }
+  const uint32_t ri = TakeSlot(reads_, reads_free_);
   Read& rd = reads_[ri];
   rd = Read{};
   rd.used = true;
@@ -1350,14 +1356,7 @@ void Endpoint::ReportBuffered(uint32_t ui, uint32_t rx_index) {
   Unexpected& un = rx_->unexpected_[ui];
   const wire::Header& h = un.header;
   const bool tagged = h.flags & wire::kTagged;
-  uint32_t slot;
-  if (!rx_->recv_contexts_free_.empty()) {
-    slot = rx_->recv_contexts_free_.back();
-    rx_->recv_contexts_free_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(rx_->recv_contexts_.size());
-    rx_->recv_contexts_.emplace_back();
-  }
+  const uint32_t slot = TakeSlot(rx_->recv_contexts_, rx_->recv_contexts_free_);
   RecvContext& rc = rx_->recv_contexts_[slot];
   // fi_msg(3): untagged, ep is the receiving endpoint (or shared context) and
   // context NULL; fi_tagged(3): ep NULL and context the posted tag's.
@@ -1552,14 +1551,7 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
     return true;
   }
   // Unexpected, or held in our buffer (buffered mode).
-  uint32_t ui;
-  if (!rx_->unexpected_free_.empty()) {
-    ui = rx_->unexpected_free_.back();
-    rx_->unexpected_free_.pop_back();
-  } else {
-    ui = static_cast<uint32_t>(rx_->unexpected_.size());
-    rx_->unexpected_.emplace_back();
-  }
+  const uint32_t ui = TakeSlot(rx_->unexpected_, rx_->unexpected_free_);
   Unexpected& un = rx_->unexpected_[ui];
   Peer& p = peers_[peer];
   bool return_credit = true;

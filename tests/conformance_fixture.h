@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "api/softfab/fabric.h"
+#include "tests/test_pattern.h"
 
 namespace softfab::testing {
 
@@ -26,16 +27,6 @@ struct Peer {
   sf_eq* eq = nullptr;  // SF_EP_MSG only.
   std::vector<sf_addr_t> addr;
 };
-
-inline std::vector<uint8_t> Pattern(size_t n, uint32_t seed) {
-  std::vector<uint8_t> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 1103515245u + 12345u;
-    v[i] = static_cast<uint8_t>(x >> 24);
-  }
-  return v;
-}
 
 // Peers with RDM endpoints that know each other, on one fabric.
 class Fixture {

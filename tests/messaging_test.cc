@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tests/messaging_harness.h"
+#include "tests/test_pattern.h"
 
 namespace softfab::testing {
 namespace {
@@ -536,15 +537,7 @@ TEST(MessagingTest, BadArgumentsAreRefusedWithoutSideEffects) {
   EXPECT_EQ(c[0].ep->stats().cm_requests, 0u);
 }
 
-std::vector<uint8_t> Pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  uint32_t x = seed * 2654435761u + 1;
-  for (size_t i = 0; i < n; ++i) {
-    x = x * 1103515245u + 12345u;
-    v[i] = static_cast<uint8_t>(x >> 24);
-  }
-  return v;
-}
+using ::softfab::testing::Pattern;
 
 TEST(MessagingTest, RendezvousMovesSixteenMebibytesBothOrders) {
   Cluster c(2);
