@@ -779,6 +779,73 @@ TEST_P(ConformanceTest, BadArgumentsAreRefused) {
          return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
        }(),
        -SF_ENOSYS},
+      {"srx_context NULL domain",
+       [&] {
+         sf_ep* x = nullptr;
+         return static_cast<ssize_t>(
+             sf_srx_context(nullptr, nullptr, &x, nullptr));
+       }(),
+       -SF_EINVAL},
+      {"srx_context bad caps, mode, flags, size",
+       [&] {
+         sf_ep* x = nullptr;
+         sf_rx_attr bad[4] = {};
+         bad[0].caps = SF_MULTICAST;
+         bad[1].mode = 1ull << 40;
+         bad[2].op_flags = SF_COMPLETION;
+         bad[3].size = (1u << 20) + 1;
+         ssize_t worst = 0;
+         for (const sf_rx_attr& a : bad) {
+           const ssize_t rc =
+               sf_srx_context(f.peers[0].domain, &a, &x, nullptr);
+           if (rc != -SF_EINVAL) worst = rc == 0 ? 1 : rc;
+         }
+         return worst == 0 ? static_cast<ssize_t>(-SF_EINVAL) : worst;
+       }(),
+       -SF_EINVAL},
+      {"bind a shared context to an enabled endpoint",
+       [&] {
+         sf_ep* x = nullptr;
+         if (sf_srx_context(f.peers[0].domain, nullptr, &x, nullptr)) return 1l;
+         const ssize_t rc = sf_ep_bind(ep, &x->fid, 0);
+         sf_close(&x->fid);
+         return static_cast<ssize_t>(rc);
+       }(),
+       -SF_EOPBADSTATE},
+      {"endpoint with unknown mode bits",
+       [&] {
+         sf_ep_attr a{};
+         a.type = SF_EP_RDM;
+         a.mode = 1;
+         sf_ep* e = nullptr;
+         return static_cast<ssize_t>(
+             sf_endpoint(f.peers[0].domain, &a, &e, nullptr));
+       }(),
+       -SF_EINVAL},
+      {"DGRAM with buffered receives",
+       [&] {
+         sf_ep_attr a{};
+         a.type = SF_EP_DGRAM;
+         a.mode = SF_BUFFERED_RECV;
+         sf_ep* e = nullptr;
+         return static_cast<ssize_t>(
+             sf_endpoint(f.peers[0].domain, &a, &e, nullptr));
+       }(),
+       -SF_EINVAL},
+      {"setopt BUFFERED_LIMIT after enable",
+       [&] {
+         size_t v = 64;
+         return static_cast<ssize_t>(sf_setopt(
+             &ep->fid, SF_OPT_ENDPOINT, SF_OPT_BUFFERED_LIMIT, &v, sizeof v));
+       }(),
+       -SF_EOPBADSTATE},
+      {"setopt CM_DATA_SIZE (read-only)",
+       [&] {
+         size_t v = 8;
+         return static_cast<ssize_t>(sf_setopt(
+             &ep->fid, SF_OPT_ENDPOINT, SF_OPT_CM_DATA_SIZE, &v, sizeof v));
+       }(),
+       -SF_EINVAL},
       {"endpoint RDM with a connection request",
        [&] {
          sf_ep_attr a{};
