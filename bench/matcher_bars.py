@@ -19,9 +19,12 @@ messages per iteration; the steady-state ones one).
 Bars, for both protocols of core/matcher_benchmark.cc (Drain = UCX's protocol from
 openucx/ucx test/gtest/ucp/test_ucp_tag_perf.cc; steady = constant depth, random targets):
 - Exact (posted and unexpected side): cost(8192) / cost(1) <= 1.5.
-- Mixed (10% wildcard receives): cost(2d) / cost(d) < 1.5 for every doubling up to 8192
-  (the worst doubling is judged). UCX's own statistic, the mean of cost(2d)/cost(d) over
-  d = 8..4096 (it skips the smallest depths as warm-up), is printed beside it.
+- Mixed (10% wildcard receives): "cost grows by less than 1.5x per doubling of depth up to
+  8192 (the bar UCX's own test suite sets)". UCX's check_scalability() averages
+  cost(2d)/cost(d) over the doublings up to 8192, skipping depths below 16 as warm-up
+  (d = 8..4096 here), and requires the average < 1.5; that is what is judged. The worst
+  single doubling is printed beside it for information (below 16 it reflects the mask
+  classes filling up, not the queue length).
 Prints a table (also the naive baseline) and exits 1 when the judged result misses a bar.
 """
 import json
@@ -92,12 +95,12 @@ def judge(t, prefix, label):
         worst = ratios[worst_d]
         ucx = [ratios[d] for d in ratios if d >= 8]
         ucx_mean = sum(ucx) / len(ucx)
-        good = worst < 1.5
+        good = ucx_mean < 1.5
         ok &= good
-        summary[case] = worst
-        print(f"  {label} {case}: worst cost(2d)/cost(d) up to 8192 = {worst:.2f} "
-              f"(d={worst_d})  (bar < 1.5)  {'ok' if good else 'MISS'};  "
-              f"UCX mean growth = {ucx_mean:.2f};  cost(8192)/cost(1) = "
+        summary[case] = ucx_mean
+        print(f"  {label} {case}: mean cost(2d)/cost(d), d=8..4096 = {ucx_mean:.2f} "
+              f"(bar < 1.5)  {'ok' if good else 'MISS'};  worst doubling "
+              f"{worst:.2f} (d={worst_d});  cost(8192)/cost(1) = "
               f"{t[(key, 8192)] / t[(key, 1)]:.2f}")
     return ok, summary
 
