@@ -5,7 +5,8 @@
 //   bazel run -c opt //bench:fabric_benchmark
 //
 // BM_TaggedMessageRate/<size>: one sender streams tagged messages to one
-//   receiver that keeps receives posted; items_per_second = messages/s.
+//   receiver that keeps receives posted; items_per_second = messages/s. Up to
+//   inject_size the messages go by sf_tinject (as tag_bw's short messages).
 // BM_TaggedPingPong/<size>: two endpoints bounce one message; one iteration is
 //   one half round trip (one direction), so the time is the one-way latency.
 //   Up to inject_size the message goes by sf_tinject, as fi_pingpong does.
@@ -97,10 +98,17 @@ void BM_TaggedMessageRate(benchmark::State& state) {
   }
   sf_cq_tagged_entry e[64];
   int64_t received = 0;
+  // Up to the inject size a message goes by sf_tinject: like ucx_perftest's
+  // tag_bw, whose short messages complete at once without a completion event.
+  sf_ep_attr attr{};
+  (void)sf_ep_query(p.side[0].ep, &attr);
+  const bool inject = size <= attr.inject_size;
   for (auto _ : state) {
     // Send one message; on EAGAIN drive both sides until it goes.
-    while (sf_tsend(p.side[0].ep, out.data(), size, nullptr, p.side[0].peer, 1,
-                    nullptr) == -SF_EAGAIN) {
+    while ((inject
+                ? sf_tinject(p.side[0].ep, out.data(), size, p.side[0].peer, 1)
+                : sf_tsend(p.side[0].ep, out.data(), size, nullptr,
+                           p.side[0].peer, 1, nullptr)) == -SF_EAGAIN) {
       (void)sf_cq_read(p.side[0].cq, e, 64);
       const ssize_t n = sf_cq_read(p.side[1].cq, e, 64);
       for (ssize_t i = 0; i < n; ++i) {

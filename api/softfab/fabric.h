@@ -9,8 +9,9 @@
  * (verbs) to use.
  *
  * Progress is manual: reading a completion queue (sf_cq_read, sf_cq_sread,
- * sf_cq_readerr) drives the protocol of every endpoint bound to it. After
- * -SF_EAGAIN from a post, read the CQs, then retry.
+ * sf_cq_readerr) drives the protocol of every endpoint bound to it, and
+ * reading an event queue that of every endpoint and passive endpoint bound to
+ * it. After -SF_EAGAIN from a post, read the CQs, then retry.
  *
  * Threading: objects of one fabric are not thread-safe; use one thread per
  * fabric (the simulator is single-threaded by design).
