@@ -1936,6 +1936,13 @@ Status Endpoint::Shutdown() {
     return Status(kErrOpBadState, "not connected");
   }
   shutdown_ = true;
+  // Repeated until the peer answers with its own kDisconnect (the IB CM's
+  // DREQ/DREP), so a lost datagram does not leave the peer connected.
+  disconnect_pending_ = true;
+  Peer& p = peers_[0];
+  p.retries = 0;
+  p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
+  device_->ScheduleWakeup(p.retry_at_ns);
   (void)SendCm(0, wire::CmType::kDisconnect);
   FailPeer(0, ECONNRESET);
   return Status::Ok();
@@ -2019,8 +2026,15 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       }
       return;
     case wire::CmType::kDisconnect:
-      if (m.from == p.name && p.state == PeerState::kConnected) {
-        FailPeer(0, ECONNRESET);
+      if (m.from != p.name) return;
+      if (disconnect_pending_) {
+        disconnect_pending_ = false;  // Their answer (or their own request).
+        return;
+      }
+      if (p.state == PeerState::kConnected) FailPeer(0, ECONNRESET);
+      // Answer every request, repeats included: ours may have been lost.
+      if (p.state == PeerState::kFailed) {
+        (void)SendCm(0, wire::CmType::kDisconnect);
       }
       return;
     default:
@@ -2031,6 +2045,18 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
 void Endpoint::MsgTimers(uint64_t now) {
   if (listener_ || peers_.empty()) return;
   Peer& p = peers_[0];
+  if (disconnect_pending_) {
+    if (now < p.retry_at_ns) return;
+    if (++p.retries > attr_.cm_retries_max) {
+      disconnect_pending_ = false;  // The peer is gone; nothing to wait for.
+      return;
+    }
+    ++stats_.cm_retries;
+    (void)SendCm(0, wire::CmType::kDisconnect);
+    p.retry_at_ns = now + attr_.cm_retry_ns;
+    device_->ScheduleWakeup(p.retry_at_ns);
+    return;
+  }
   if (!accepted_ || p.state != PeerState::kConnected) return;
   if (p.ready) {
     if (!connected_reported_) {
@@ -2109,7 +2135,10 @@ void Endpoint::Progress() {
   }
   // Timers and queued work only concern the peers on the busy list (in the
   // order they joined it), so an idle connection costs progress nothing.
-  if (busy_.empty() && !accepted_ && credit_dirty_.empty()) return;
+  if (busy_.empty() && !accepted_ && !disconnect_pending_ &&
+      credit_dirty_.empty()) {
+    return;
+  }
   const uint64_t now = device_->clock().NowNs();
   // Connection retries.
   for (size_t k = 0; k < busy_.size(); ++k) {
