@@ -493,6 +493,26 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   config.master_seed = attr->sim_seed;
   config.default_link.latency_ns = attr->sim_latency_ns;
   config.default_link.bandwidth_bps = attr->sim_bandwidth_bps;
+  const struct {
+    double p;
+    softfab::sim::PacketFaultKind kind;
+    uint64_t delay_ns;
+  } faults[] = {
+      {attr->sim_drop, softfab::sim::PacketFaultKind::kDrop, 0},
+      {attr->sim_duplicate, softfab::sim::PacketFaultKind::kDuplicate, 700},
+      {attr->sim_reorder, softfab::sim::PacketFaultKind::kReorder, 5000},
+  };
+  for (const auto& f : faults) {
+    if (!(f.p >= 0.0 && f.p <= 1.0)) {
+      return Fail(EINVAL, "fault probabilities must be in [0, 1]");
+    }
+    if (f.p == 0.0) continue;
+    softfab::sim::PacketFault pf;
+    pf.kind = f.kind;
+    pf.probability = f.p;
+    pf.delay_ns = f.delay_ns;
+    config.faults.packet_faults.push_back(pf);
+  }
   auto sim = softfab::sim::CreateSimFabric(config);
   if (!sim) return Fail(EINVAL, "simulator configuration refused");
   auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);

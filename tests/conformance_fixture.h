@@ -17,6 +17,10 @@ namespace softfab::testing {
 struct Backend {
   const char* name;
   sf_backend backend;
+  // Simulator fault plan (the suite's scenario 10): per-packet probabilities.
+  double drop = 0;
+  double duplicate = 0;
+  double reorder = 0;
 };
 
 struct Peer {
@@ -38,8 +42,19 @@ class Fixture {
                                   uint64_t seed = 7,
                                   sf_ep_type type = SF_EP_RDM,
                                   uint64_t mode = 0) {
+    return Open(Backend{"", backend}, nodes, bind_flags, caps, seed, type,
+                mode);
+  }
+  ::testing::AssertionResult Open(const Backend& b, int nodes,
+                                  uint64_t bind_flags = 0, uint64_t caps = 0,
+                                  uint64_t seed = 7,
+                                  sf_ep_type type = SF_EP_RDM,
+                                  uint64_t mode = 0) {
     sf_fabric_attr fa{};
-    fa.backend = backend;
+    fa.backend = b.backend;
+    fa.sim_drop = b.drop;
+    fa.sim_duplicate = b.duplicate;
+    fa.sim_reorder = b.reorder;
     fa.sim_nodes = nodes;
     fa.sim_seed = seed;
     if (int rc = sf_fabric_open(&fa, &fabric, nullptr); rc != 0) {

@@ -24,7 +24,7 @@ using ::softfab::testing::Pattern;
 
 class ConformanceMoreTest : public ::testing::TestWithParam<Backend> {
  protected:
-  sf_backend backend() const { return GetParam().backend; }
+  const Backend& backend() const { return GetParam(); }
 };
 
 size_t SizeOpt(sf_ep* ep, int name) {
@@ -40,7 +40,10 @@ TEST_P(ConformanceMoreTest, SharedReceiveContextServesHundredEndpoints) {
   constexpr int kEndpoints = 100;
   constexpr int kRounds = 3;  // Messages per endpoint.
   sf_fabric_attr fa{};
-  fa.backend = backend();
+  fa.backend = backend().backend;
+  fa.sim_drop = backend().drop;
+  fa.sim_duplicate = backend().duplicate;
+  fa.sim_reorder = backend().reorder;
   fa.sim_nodes = 2;
   fa.sim_seed = 11;
   sf_fabric* fabric = nullptr;
@@ -460,7 +463,7 @@ struct MsgSetup {
   sf_ep* client = nullptr;
   uint8_t pep_name[SF_NAME_BYTES] = {};
 
-  ::testing::AssertionResult Open(sf_backend backend) {
+  ::testing::AssertionResult Open(const Backend& backend) {
     // The fixture's RDM peers give us domains and CQs; the MSG endpoints are
     // extra objects on them.
     if (auto r = f.Open(backend, 2); !r) return r;
@@ -670,8 +673,12 @@ TEST_P(ConformanceMoreTest, MsgCallsRefuseBadArguments) {
   EXPECT_EQ(sf_close(&not_enabled->fid), 0);
 }
 
+// Every backend, and the simulator again under a fault plan (1% of packets
+// lost, 1% duplicated, 2% reordered): the suite must hold unchanged.
 INSTANTIATE_TEST_SUITE_P(Backends, ConformanceMoreTest,
-                         ::testing::Values(Backend{"sim", SF_BACKEND_SIM}),
+                         ::testing::Values(Backend{"sim", SF_BACKEND_SIM},
+                                           Backend{"sim_faults", SF_BACKEND_SIM,
+                                                   0.01, 0.01, 0.02}),
                          [](const ::testing::TestParamInfo<Backend>& info) {
                            return std::string(info.param.name);
                          });

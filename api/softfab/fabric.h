@@ -154,6 +154,11 @@ struct sf_fabric_attr {
   uint64_t sim_seed;
   uint64_t sim_latency_ns;
   uint64_t sim_bandwidth_bps; /* 0: unlimited */
+  /* A fault plan on every packet (probabilities in [0, 1]; 0: none): lost,
+   * delivered twice (700 ns apart), held back 5 us (reordered). */
+  double sim_drop;
+  double sim_duplicate;
+  double sim_reorder;
 };
 
 int sf_fabric_open(const struct sf_fabric_attr* attr, struct sf_fabric** fabric,

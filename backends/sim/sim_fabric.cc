@@ -1403,6 +1403,10 @@ void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
     PlaceBytes(sges, w->num_sge, ev.offset, src + ev.offset, ev.length,
                /*src_private=*/false);
     ++w->read_done;
+    // A valid response is forward progress: retry_cnt counts timeouts in a
+    // row without any (so a long READ over a lossy link is not failed for
+    // needing more than retry_cnt rounds in total).
+    qp->retry_left_ = qp->attr_.retry_cnt;
     if (w->read_done == w->npkts) {
       qp->ImplicitAck(PsnAdd(w->first_psn, w->npkts));
       qp->retry_left_ = qp->attr_.retry_cnt;

@@ -1367,6 +1367,33 @@ TEST(RdmaTest, ReadsSurviveLostResponses) {
   }
 }
 
+// A READ of many packets over a lossy link needs more timeout rounds in
+// total than retry_cnt, but each round makes progress: it must complete (the
+// retry counter counts rounds without progress, as on hardware).
+TEST(RdmaTest, LongReadOverLossyLinkCompletes) {
+  SimConfig c = TwoNodes(11);
+  PacketFault d{PacketFaultKind::kDrop, 0.05};
+  d.opcode_mask = kFaultOpReadResp;
+  c.faults.packet_faults.push_back(d);
+  RcParams prm;
+  prm.timeout = 8;
+  prm.retry_cnt = 2;
+  RcPair p(c, prm);
+  for (size_t i = 0; i < p.b.buf.size(); ++i) {
+    p.b.buf[i] = static_cast<uint8_t>(i * 7 + 1);
+  }
+  // 64 KiB at a 1 KiB MTU: 64 responses, about 3 lost per round.
+  tp::Sge rd = p.a.Sge(0, 1 << 16);
+  ASSERT_TRUE(PostSend(p.qa, 1, &rd, 1, tp::WrOpcode::kRdmaRead, 0,
+                       p.b.mr->addr(), p.b.mr->rkey())
+                  .ok());
+  auto s = Drain(p.f.get(), p.a.scq);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].status, tp::WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(p.a.buf.data(), p.b.buf.data(), 1 << 16), 0);
+  EXPECT_GT(p.f->stats().retransmits, 2u);  // More rounds than retry_cnt.
+}
+
 // A fenced send that forwards what a preceding read fetched sees the read's
 // data only if it really waits for the read.
 std::vector<uint8_t> ForwardAfterRead(uint32_t flags) {
