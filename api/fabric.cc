@@ -67,6 +67,7 @@ int Fail(int code, const char* why) {
 int Fail(const Status& s) { return Fail(s.code(), s.message()); }
 
 struct Ep;
+struct Srx;
 
 struct Cq;
 
@@ -83,6 +84,7 @@ struct Domain : sf_domain {
   int children = 0;
   // Live registrations, so a desc is checked without reading through it.
   std::set<const void*> mrs;
+  std::vector<Srx*> srxs;  // Shared receive contexts, in creation order.
 };
 
 struct Cq : sf_cq {
@@ -798,10 +800,17 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     }
     const Status s = ep->ep->BindCq(cq->cq.get(), flags);
     if (!s.ok()) return Fail(s);
+    Cq* old[2] = {ep->tx_cq, ep->rx_cq};
     if (flags & SF_SEND) ep->tx_cq = cq;
     if (flags & SF_RECV) ep->rx_cq = cq;
     if (std::find(cq->eps.begin(), cq->eps.end(), ep) == cq->eps.end()) {
       cq->eps.push_back(ep);
+    }
+    // A CQ this binding replaced in both roles no longer drives this endpoint.
+    for (Cq* was : old) {
+      if (was == nullptr || was == ep->tx_cq || was == ep->rx_cq) continue;
+      auto it = std::find(was->eps.begin(), was->eps.end(), ep);
+      if (it != was->eps.end()) was->eps.erase(it);
     }
     return 0;
   }
@@ -875,6 +884,7 @@ int sf_srx_context(sf_domain* pub, const sf_rx_attr* attr, sf_ep** out,
   x->domain = d;
   x->rx = std::move(*rx);
   x->rx->set_user_handle(static_cast<sf_ep*>(x));
+  d->srxs.push_back(x);
   *out = x;
   return 0;
 }
@@ -937,6 +947,10 @@ ssize_t sf_cancel(sf_fid* fid, void* context) {
   } else {
     return Fail(EINVAL, "not an endpoint or a shared receive context");
   }
+  SyncWaitFds(
+      IsClass(fid, SF_CLASS_EP)
+          ? static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->domain->fabric
+          : static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -1032,7 +1046,10 @@ int sf_close(sf_fid* fid) {
       if (ep->av) --ep->av->users;
       if (ep->srx) --ep->srx->users;
       if (ep->eq) --ep->eq->users;
-      return Release(ep, &ep->domain->children);
+      Fabric* fabric = ep->domain->fabric;
+      const int rc = Release(ep, &ep->domain->children);
+      SyncWaitFds(fabric);  // Closing may have completed receives (EIO).
+      return rc;
     }
     case SF_CLASS_EQ: {
       Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(fid));
@@ -1047,11 +1064,18 @@ int sf_close(sf_fid* fid) {
     case SF_CLASS_SRX_CTX: {
       Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid));
       if (srx->users) return Fail(EBUSY, "endpoints are bound to it");
+      auto& all = srx->domain->srxs;
+      all.erase(std::find(all.begin(), all.end(), srx));
       return Release(srx, &srx->domain->children);
     }
     case SF_CLASS_CQ: {
       Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
       if (!cq->eps.empty()) return Fail(EBUSY, "endpoints are bound to it");
+      for (Srx* srx : cq->domain->srxs) {
+        if (srx->rx->bound_cq() == cq->cq.get()) {
+          return Fail(EBUSY, "a shared receive context reports to it");
+        }
+      }
       auto& w = cq->domain->fabric->waitable;
       w.erase(std::remove(w.begin(), w.end(), cq), w.end());
       return Release(cq, &cq->domain->children);
@@ -1167,6 +1191,7 @@ ssize_t sf_eq_readerr(sf_eq* pub, sf_eq_err_entry* buf, uint64_t flags) {
     return Fail(EINVAL, "bad argument");
   }
   auto ev = eq->eq->ReadError();
+  SyncWaitFds(eq->fabric);
   if (!ev.ok()) return Fail(ev.status());
   eq->err_data = std::move(ev->data);
   *buf = sf_eq_err_entry{};
@@ -1226,6 +1251,7 @@ int sf_connect(sf_ep* pub, const void* addr, const void* param,
   softfab::wire::Name name;
   softfab::wire::DecodeName(static_cast<const uint8_t*>(addr), &name);
   const Status s = ep->ep->Connect(name, param, paramlen);
+  SyncWaitFds(ep->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -1236,6 +1262,7 @@ int sf_accept(sf_ep* pub, const void* param, size_t paramlen) {
     return Fail(EINVAL, "create the endpoint with the SF_CONNREQ's info");
   }
   const Status s = ep->ep->Accept(*ep->request, param, paramlen);
+  SyncWaitFds(ep->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -1245,6 +1272,7 @@ int sf_reject(sf_pep* pub, sf_info* info, const void* param, size_t paramlen) {
     return Fail(EINVAL, "pep and info must be valid");
   }
   const Status s = pep->ep->Reject(*info->request, param, paramlen);
+  SyncWaitFds(pep->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -1252,6 +1280,7 @@ int sf_shutdown(sf_ep* pub, uint64_t flags) {
   Ep* ep = AsEp(pub);
   if (ep == nullptr || flags != 0) return Fail(EINVAL, "bad argument");
   const Status s = ep->ep->Shutdown();
+  SyncWaitFds(ep->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 

@@ -316,7 +316,10 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
 }
 
 Endpoint::~Endpoint() {
-  if (eq_) eq_->Remove(this);
+  if (eq_) {
+    eq_->Remove(this);
+    eq_->Purge(user_handle_);  // Events naming us would dangle.
+  }
   auto& eps = rx_->endpoints_;
   if (auto it = std::find(eps.begin(), eps.end(), this); it != eps.end()) {
     eps.erase(it);
@@ -326,6 +329,13 @@ Endpoint::~Endpoint() {
     for (uint32_t i = 0; i < rx_->unexpected_.size(); ++i) {
       Unexpected& un = rx_->unexpected_[i];
       if (!un.used || un.ep != this) continue;
+      if (un.recv_context != internal::kNil) {
+        // Reported to the application, which still holds its buffer and
+        // context: kept until claimed or discarded, with no endpoint behind
+        // it (its sender is gone with us).
+        un.ep = nullptr;
+        continue;
+      }
       rx_->matchers_[(un.header.flags & wire::kTagged) != 0].RemoveUnexpected(
           un.handle);
       un.credit_held = true;  // Its count goes with the peer.
@@ -333,6 +343,12 @@ Endpoint::~Endpoint() {
     }
     for (uint32_t ri = 0; ri < reads_.size(); ++ri) {
       if (reads_[ri].used) OnReadDone(ri, false);
+    }
+    if (rx_->endpoints_.empty()) {
+      // The last user left: the context forgets its AV, and its CQ too when
+      // nothing posted or held still needs it (those keep the CQ open).
+      rx_->av_ = nullptr;
+      if (rx_->Idle()) rx_->cq_ = nullptr;
     }
   }
   // QPs first (they reference the SRQ and CQs), then the rest. Failures are
@@ -654,8 +670,6 @@ Status Endpoint::Send(const SendArgs& a) {
       std::memcpy(slot + off, a.iov[i].iov_base, a.iov[i].iov_len);
       off += a.iov[i].iov_len;
     }
-    // The payload is copied: the user's buffer may be reused now.
-    if (op.level == kInjectComplete) CompleteTx(index, 0);
   }
 
   if (connected && !(op.fenced && p.in_flight > 0)) {
@@ -663,16 +677,20 @@ Status Endpoint::Send(const SendArgs& a) {
       // Roll back: nothing was posted.
       return rollback(s);
     }
-    return Status::Ok();
-  }
-  p.waiting.push_back(index);
-  MarkBusy(peer);
-  if (p.state == PeerState::kIdle) {
-    if (Status s = StartConnect(peer); !s.ok()) {
-      p.waiting.pop_back();
-      return rollback(s);
+  } else {
+    p.waiting.push_back(index);
+    MarkBusy(peer);
+    if (p.state == PeerState::kIdle) {
+      if (Status s = StartConnect(peer); !s.ok()) {
+        p.waiting.pop_back();
+        return rollback(s);
+      }
     }
   }
+  // An eager payload is copied: the user's buffer may be reused now (written
+  // only once the send is surely under way, so a refused post reports
+  // nothing).
+  if (op.level == kInjectComplete && !op.rendezvous) CompleteTx(index, 0);
   return Status::Ok();
 }
 
@@ -846,7 +864,6 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
     if (n > drop) std::memcpy(slot + off, p + drop, n - drop);
     off += n - drop;
   }
-  if (op.level == kInjectComplete) CompleteTx(index, 0);
   tp::Sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(off),
               tx_mr_->lkey()};
   tp::SendWr wr;
@@ -865,6 +882,7 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
     return s;
   }
   op.sent = true;
+  if (op.level == kInjectComplete) CompleteTx(index, 0);
   return Status::Ok();
 }
 
@@ -1002,9 +1020,10 @@ Status Endpoint::Recv(const RecvArgs& a) {
   const uint64_t tag = a.tagged ? a.tag : 0;
   const uint64_t ignore = a.tagged ? a.ignore : 0;
   TagMatcher& m = rx_->matchers_[a.tagged];
-  // Messages that arrived first are taken oldest first; a multi-recv buffer
-  // keeps taking them while it has room.
-  while (rx_->cq_->HasRoom()) {
+  // Messages that arrived first are taken oldest first (a plain receive
+  // with the CQ slot it just reserved); a multi-recv buffer keeps taking them
+  // while the CQ has room for their entries.
+  while (!(r.flags & kMultiRecv) || rx_->cq_->HasRoom()) {
     auto u = m.FindUnexpected(tag, ignore, source);
     if (!u) break;
     const uint32_t ui = static_cast<uint32_t>(m.message(*u).cookie);
@@ -1243,7 +1262,7 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     // fi_msg(3): a buffered message the application is done with. Freed; its
     // sender learns it was consumed. No entry.
     Endpoint* owner = un->ep;
-    if (un->header.op == wire::Op::kRendezvous) {
+    if (owner != nullptr && un->header.op == wire::Op::kRendezvous) {
       owner->SendAck(un->peer, un->header.msg_id, wire::Op::kReadDone);
     }
     m.RemoveUnexpected(*found);
@@ -1282,6 +1301,19 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   const bool rendezvous = h.op == wire::Op::kRendezvous;
   const bool take = discard || !peek;
   if (peek && (a.flags & kClaim) && !discard) m.Claim(*found, ctx);
+  if (read_into_buffer && owner == nullptr) {
+    // The endpoint it arrived at is closed: its data cannot be fetched.
+    CqErrEntry x;
+    x.op_context = entry_context;
+    x.flags = kRecv | kind | kClaim;
+    x.len = h.length;
+    x.tag = h.tag;
+    x.err = EIO;
+    rx_->cq_->PushError(x, /*reserved=*/true);
+    m.RemoveUnexpected(*found);
+    ReleaseUnexpected(ui);
+    return Status::Ok();
+  }
   if (read_into_buffer) {
     // FI_CLAIM of a rendezvous message: READ it into the claiming buffer; the
     // entry (with FI_CLAIM) comes when the READ is done.
@@ -1300,7 +1332,8 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   e.len = h.length;
   e.data = h.data;
   e.tag = h.tag;
-  const uint64_t src = owner->SourceOf(peer);
+  const uint64_t src =
+      owner ? owner->SourceOf(peer) : uint64_t{1} << 62;  // (none)
   e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
   int err = 0;
   size_t olen = 0;
@@ -1321,13 +1354,15 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   } else {
     rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/true);
   }
-  if (take) {
+  if (take && owner != nullptr) {
     if (rendezvous) {
       // Discarded: the sender may release its buffer and complete.
       owner->SendAck(peer, h.msg_id, wire::Op::kReadDone);
     } else if ((h.flags & wire::kAckMatch) && !buffered_msg) {
       owner->SendAck(peer, h.msg_id);
     }
+  }
+  if (take) {
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
   }
@@ -1336,8 +1371,10 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
 
 void Endpoint::ReleaseUnexpected(uint32_t index) {
   Unexpected& un = rx_->unexpected_[index];
-  Endpoint* owner = un.ep;
-  if (un.credit_held) {
+  Endpoint* owner = un.ep;  // Null once that endpoint has closed.
+  if (owner == nullptr) {
+    // No credit to return.
+  } else if (un.credit_held) {
     owner->ReturnCredit(un.peer);
   } else {
     --owner->peers_[un.peer].unexpected_buffered;
@@ -1389,8 +1426,11 @@ void Endpoint::ReportBuffered(uint32_t ui, uint32_t rx_index) {
     // Progress only takes a message off the wire when the CQ has room.
     rx_->cq_->Push(e, /*reserved=*/false);
   }
-  // Reported is matched: a match-complete sender may complete.
-  if (h.flags & wire::kAckMatch) SendAck(un.peer, h.msg_id);
+  // Reported is matched: a match-complete sender may complete (a rendezvous
+  // one waits for the kReadDone its claim or discard sends).
+  if ((h.flags & wire::kAckMatch) && h.op == wire::Op::kEager) {
+    SendAck(un.peer, h.msg_id);
+  }
 }
 
 Status Endpoint::Cancel(void* context) {
@@ -1509,8 +1549,11 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
        payload_len != 0)) {
     ++stats_.bad_headers;
   } else if (h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) {
+    // A rendezvous send finishes on kReadDone only (its buffer is read
+    // until then); other sends on kAck.
     if (h.msg_id < tx_ops_.size() && tx_ops_[h.msg_id].used &&
-        tx_ops_[h.msg_id].peer == peer) {
+        tx_ops_[h.msg_id].peer == peer &&
+        tx_ops_[h.msg_id].rendezvous == (h.op == wire::Op::kReadDone)) {
       tx_ops_[h.msg_id].acked = true;
       MaybeFinishTx(static_cast<uint32_t>(h.msg_id));
     }
@@ -1882,22 +1925,26 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   if (!peers_.empty()) {
     return Status(kErrOpBadState, "connecting or connected already");
   }
+  if (req.decided) {
+    return InvalidArgument("this request was accepted or rejected already");
+  }
   const wire::CmMessage& m = req.request;
-  cm_data_len_ = static_cast<uint8_t>(len);
-  if (len > 0) std::memcpy(cm_data_, data, len);
+  auto qp = NewRcQp();
+  if (!qp.ok()) return qp.status();
   const uint32_t peer = FindOrAddPeer(m.from);
   Peer& p = peers_[peer];
-  auto qp = NewRcQp();
-  if (!qp.ok()) {
-    p.state = PeerState::kFailed;
-    return qp.status();
-  }
   p.qp = *qp;
   p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
   if (Status s = ConnectQp(p, m.rc_qpn, m.psn); !s.ok()) {
-    p.state = PeerState::kFailed;
+    // Nothing stays behind: the call can be retried.
+    (void)p.qp->Destroy();
+    peer_by_name_.erase(m.from);
+    peers_.clear();
     return s;
   }
+  req.decided = true;
+  cm_data_len_ = static_cast<uint8_t>(len);
+  if (len > 0) std::memcpy(cm_data_, data, len);
   p.answered_id = m.request_id;
   p.granted = m.credits;
   p.remote_credit_addr = m.credit_addr;
@@ -1916,6 +1963,9 @@ Status Endpoint::Reject(const ConnRequest& req, const void* data, size_t len) {
   if (!listener_)
     return InvalidArgument("fi_reject needs the passive endpoint");
   if (Status s = CheckCmData(data, len); !s.ok()) return s;
+  if (req.decided) {
+    return InvalidArgument("this request was accepted or rejected already");
+  }
   auto it = peer_by_name_.find(req.request.from);
   if (it == peer_by_name_.end() ||
       peers_[it->second].answered_id != req.request.request_id ||
@@ -1925,6 +1975,7 @@ Status Endpoint::Reject(const ConnRequest& req, const void* data, size_t len) {
   cm_data_len_ = static_cast<uint8_t>(len);
   if (len > 0) std::memcpy(cm_data_, data, len);
   peers_[it->second].state = PeerState::kFailed;
+  req.decided = true;
   return SendCm(it->second, wire::CmType::kReject);
 }
 
@@ -1955,6 +2006,12 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
         peers_.size() >= attr_.peers_max) {
       return;  // Full: the connector times out.
     }
+    auto known = peer_by_name_.find(m.from);
+    const bool seen = known != peer_by_name_.end() &&
+                      peers_[known->second].answered_id == m.request_id;
+    if (!seen && (eq_ == nullptr || eq_->full())) {
+      return;  // No room to report it: the connector's retry comes back.
+    }
     const uint32_t peer = FindOrAddPeer(m.from);
     Peer& p = peers_[peer];
     if (p.answered_id == m.request_id) {
@@ -1968,14 +2025,14 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
     p.state = PeerState::kIdle;
     cm_data_len_ = 0;
     (void)SendCm(peer, wire::CmType::kPending);
-    if (eq_ != nullptr) {
-      EqEvent e;
-      e.type = kEqConnReq;
-      e.fid = user_handle_;
-      e.info = std::make_shared<ConnRequest>(ConnRequest{m});
-      e.data.assign(m.data, m.data + m.data_len);
-      eq_->Push(std::move(e));
-    }
+    EqEvent e;
+    e.type = kEqConnReq;
+    e.fid = user_handle_;
+    auto info = std::make_shared<ConnRequest>();
+    info->request = m;
+    e.info = std::move(info);
+    e.data.assign(m.data, m.data + m.data_len);
+    eq_->Push(std::move(e));
     return;
   }
   if (peers_.empty()) return;
@@ -2026,16 +2083,14 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       }
       return;
     case wire::CmType::kDisconnect:
+      // A request: answer every one, repeats included (an answer may have
+      // been lost). Answers are never answered.
       if (m.from != p.name) return;
-      if (disconnect_pending_) {
-        disconnect_pending_ = false;  // Their answer (or their own request).
-        return;
-      }
       if (p.state == PeerState::kConnected) FailPeer(0, ECONNRESET);
-      // Answer every request, repeats included: ours may have been lost.
-      if (p.state == PeerState::kFailed) {
-        (void)SendCm(0, wire::CmType::kDisconnect);
-      }
+      (void)SendCm(0, wire::CmType::kDisconnectReply);
+      return;
+    case wire::CmType::kDisconnectReply:
+      if (m.from == p.name) disconnect_pending_ = false;
       return;
     default:
       return;
@@ -2146,7 +2201,7 @@ void Endpoint::Progress() {
     Peer& p = peers_[i];
     if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
     if (++p.retries > attr_.cm_retries_max) {
-      FailPeer(i, EHOSTUNREACH);
+      FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH);
       continue;
     }
     ++stats_.cm_retries;
@@ -2202,7 +2257,21 @@ RxContext::RxContext(const Attr& attr) : attr_(attr) {
   for (uint32_t i = attr_.size; i-- > 0;) free_.push_back(i);
 }
 
-RxContext::~RxContext() = default;
+RxContext::~RxContext() {
+  // Receives still posted give back the CQ slots they reserved.
+  if (cq_ == nullptr) return;
+  for (const RxOp& r : ops_) {
+    if (r.used) cq_->Unreserve();
+  }
+}
+
+bool RxContext::Idle() const {
+  if (free_.size() != ops_.size()) return false;
+  for (const Unexpected& u : unexpected_) {
+    if (u.used) return false;
+  }
+  return true;
+}
 
 StatusOr<std::unique_ptr<RxContext>> RxContext::Create(const Attr& attr) {
   if (attr.size == 0 || attr.size > (1u << 20)) {

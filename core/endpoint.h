@@ -151,6 +151,10 @@ class RxContext {
   // endpoint using the context is enabled.
   Status SetBufferedLimit(size_t bytes);
   size_t endpoint_count() const { return endpoints_.size(); }
+  // The CQ its completions go to (the one its endpoints bound), or null.
+  const CompletionQueue* bound_cq() const { return cq_; }
+  // No receive posted and no message held.
+  bool Idle() const;
   // Runs every bound endpoint's progress.
   void ProgressAll();
 

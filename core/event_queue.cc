@@ -31,6 +31,10 @@ void EventQueue::Push(EqEvent event) {
   events_.push_back(std::move(event));
 }
 
+void EventQueue::Purge(void* fid) {
+  std::erase_if(events_, [fid](const EqEvent& e) { return e.fid == fid; });
+}
+
 void EventQueue::Progress() {
   // Index loop: an endpoint's progress does not bind or unbind endpoints.
   for (size_t i = 0; i < endpoints_.size(); ++i) endpoints_[i]->Progress();

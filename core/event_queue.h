@@ -23,6 +23,8 @@ class Endpoint;
 // created from it (fi_info's handle).
 struct ConnRequest {
   wire::CmMessage request;
+  // Accepted or rejected already (one decision per request).
+  mutable bool decided = false;
 };
 
 // Event numbers are libfabric's.
@@ -64,6 +66,10 @@ class EventQueue {
   StatusOr<EqEvent> ReadError();
   void Progress();
   bool empty() const { return events_.empty(); }
+  bool full() const { return events_.size() >= size_; }
+  // Drops the events of an object that is going away (their fid would
+  // dangle).
+  void Purge(void* fid);
   uint64_t dropped() const { return dropped_; }
 
  private:

@@ -104,13 +104,14 @@ enum class CmType : uint8_t {
   kRequest = 1,  // "Here is my RC QP; connect yours to it."
   kReply = 2,    // "Done; here is mine."
   // FI_EP_MSG (connect/accept through a passive endpoint):
-  kConnect = 3,      // To a listener: a kRequest the application accepts.
-  kPending = 4,      // Listener: "received; the application decides".
-  kReject = 5,       // Listener: "refused" (fi_reject).
-  kEstablished = 6,  // Connector: "my QP is in RTS" (the IB CM's RTU).
-  kDisconnect = 7,   // Either side: fi_shutdown.
+  kConnect = 3,          // To a listener: a kRequest the application accepts.
+  kPending = 4,          // Listener: "received; the application decides".
+  kReject = 5,           // Listener: "refused" (fi_reject).
+  kEstablished = 6,      // Connector: "my QP is in RTS" (the IB CM's RTU).
+  kDisconnect = 7,       // Either side: fi_shutdown (repeated until answered).
+  kDisconnectReply = 8,  // "Disconnected" (the IB CM's DREP).
 };
-inline constexpr CmType kCmTypeLast = CmType::kDisconnect;
+inline constexpr CmType kCmTypeLast = CmType::kDisconnectReply;
 // Private data an FI_EP_MSG connect, accept or reject carries
 // (FI_OPT_CM_DATA_SIZE).
 inline constexpr size_t kCmDataMax = 56;
