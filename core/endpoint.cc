@@ -658,10 +658,6 @@ Status Endpoint::Send(const SendArgs& a) {
     h.aux = at;
     h.rkey = mr->rkey();
     wire::Encode(h, slot);
-    // The first FI_OPT_BUFFERED_MIN bytes travel with the request, for a
-    // buffered receiver to look at before it claims the rest.
-    op.prefix = std::min<size_t>(buffered_min_, len);
-    std::memcpy(slot + wire::kHeaderBytes, src, op.prefix);
   } else {
     wire::Encode(h, slot);
     size_t off = wire::kHeaderBytes;
@@ -737,6 +733,17 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
 Status Endpoint::PostTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
   Peer& p = peers_[op.peer];
+  if (op.rendezvous) {
+    // The first FI_OPT_BUFFERED_MIN bytes (ours or the receiver's, whichever
+    // is larger; known once connected) travel with the request, for a
+    // buffered receiver to look at before it claims the rest.
+    op.prefix = std::min<size_t>(
+        std::min<size_t>(std::max<size_t>(buffered_min_, p.peer_buffered_min),
+                         attr_.eager_max),
+        op.len);
+    std::memcpy(tx_bounce_.data() + index * tx_slot_bytes_ + wire::kHeaderBytes,
+                reinterpret_cast<const uint8_t*>(op.header.aux), op.prefix);
+  }
   const size_t payload = op.rendezvous ? op.prefix : op.len;
   tp::Sge sge{
       reinterpret_cast<uint64_t>(tx_bounce_.data()) + index * tx_slot_bytes_,
@@ -1713,6 +1720,7 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.credit_addr = reinterpret_cast<uint64_t>(&credit_words_[peer]);
   m.credit_rkey = credit_mr_->rkey();
   m.credits = attr_.credits;
+  m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
   const bool initiator = type == wire::CmType::kRequest ||
                          type == wire::CmType::kConnect ||
@@ -1777,6 +1785,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     p.granted = m.credits;
     p.remote_credit_addr = m.credit_addr;
     p.remote_credit_rkey = m.credit_rkey;
+    p.peer_buffered_min = m.buffered_min;
     // Buffers first (OnConnected posts them), then the reply that lets the
     // peer send. Not ready to send ourselves until they do.
     OnConnected(peer, /*ready=*/false);
@@ -1813,6 +1822,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   p.granted = m.credits;
   p.remote_credit_addr = m.credit_addr;
   p.remote_credit_rkey = m.credit_rkey;
+  p.peer_buffered_min = m.buffered_min;
   OnConnected(peer, /*ready=*/true);  // They reached RTS before replying.
 }
 
@@ -1949,6 +1959,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   p.granted = m.credits;
   p.remote_credit_addr = m.credit_addr;
   p.remote_credit_rkey = m.credit_rkey;
+  p.peer_buffered_min = m.buffered_min;
   accepted_ = true;
   OnConnected(peer, /*ready=*/false);
   if (p.state != PeerState::kConnected) return NoMemory("no receive buffers");
@@ -2070,6 +2081,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       p.granted = m.credits;
       p.remote_credit_addr = m.credit_addr;
       p.remote_credit_rkey = m.credit_rkey;
+      p.peer_buffered_min = m.buffered_min;
       OnConnected(0, /*ready=*/true);
       if (p.state != PeerState::kConnected) return;
       (void)SendCm(0, wire::CmType::kEstablished);

@@ -270,8 +270,9 @@ class Endpoint {
   // FI_OPT_BUFFERED_LIMIT of the endpoint's receive context (<= eager_max).
   Status SetBufferedLimit(size_t bytes);
   size_t buffered_limit() const { return rx_->attr().buffered_limit; }
-  // FI_OPT_BUFFERED_MIN: rendezvous requests carry this many bytes of the
-  // message, so a buffered receiver sees at least that much at once.
+  // FI_OPT_BUFFERED_MIN: a buffered receiver sees at least this many bytes of
+  // a rendezvous message at once. Announced to peers when connecting; a
+  // rendezvous request carries the larger of both sides' values.
   Status SetBufferedMin(size_t bytes);
   size_t buffered_min() const { return buffered_min_; }
 
@@ -356,6 +357,7 @@ class Endpoint {
     uint64_t freed_written = 0;
     bool credit_write_pending = false;
     uint64_t remote_credit_addr = 0;
+    uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
     uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
@@ -553,6 +555,7 @@ class Endpoint {
   uint32_t rx_bounce_count_ = 0;
   static constexpr uint32_t kCmBuffers = 32;
   static constexpr size_t kCmSlotBytes = 40 + 128;  // GRH + message.
+  static_assert(wire::kCmMaxBytes <= kCmSlotBytes - 40);
   uint32_t cm_send_next_ = 0;
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
   std::vector<uint8_t> dgram_rx_;

@@ -125,10 +125,14 @@ struct CmMessage {
   uint32_t credit_rkey = 0;
   uint32_t credits = 0;     // Receive buffers granted to the peer.
   uint64_t request_id = 0;  // Initiator's id for this attempt (replies echo).
-  uint8_t data_len = 0;     // Private data (FI_EP_MSG), at most kCmDataMax.
+  // The sender's FI_OPT_BUFFERED_MIN: rendezvous requests to it carry at least
+  // this many leading bytes.
+  uint32_t buffered_min = 0;
+  uint8_t data_len = 0;  // Private data (FI_EP_MSG), at most kCmDataMax.
   uint8_t data[kCmDataMax] = {};
 };
-inline constexpr size_t kCmBytes = 1 + kNameBytes + 4 + 4 + 8 + 4 + 4 + 8 + 1;
+inline constexpr size_t kCmBytes =
+    1 + kNameBytes + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 1;
 inline constexpr size_t kCmMaxBytes = kCmBytes + kCmDataMax;
 
 inline void EncodeCm(const CmMessage& m, uint8_t* out) {
@@ -141,8 +145,9 @@ inline void EncodeCm(const CmMessage& m, uint8_t* out) {
   std::memcpy(p + 16, &m.credit_rkey, 4);
   std::memcpy(p + 20, &m.credits, 4);
   std::memcpy(p + 24, &m.request_id, 8);
-  p[32] = m.data_len;
-  std::memcpy(p + 33, m.data, m.data_len);
+  std::memcpy(p + 32, &m.buffered_min, 4);
+  p[36] = m.data_len;
+  std::memcpy(p + 37, m.data, m.data_len);
 }
 // Bytes EncodeCm writes for `m`.
 inline size_t CmSize(const CmMessage& m) { return kCmBytes + m.data_len; }
@@ -161,9 +166,10 @@ inline bool DecodeCm(const uint8_t* in, size_t bytes, CmMessage* m) {
   std::memcpy(&m->credit_rkey, p + 16, 4);
   std::memcpy(&m->credits, p + 20, 4);
   std::memcpy(&m->request_id, p + 24, 8);
-  m->data_len = p[32];
+  std::memcpy(&m->buffered_min, p + 32, 4);
+  m->data_len = p[36];
   if (m->data_len > kCmDataMax || bytes < kCmBytes + m->data_len) return false;
-  std::memcpy(m->data, p + 33, m->data_len);
+  std::memcpy(m->data, p + 37, m->data_len);
   return true;
 }
 

@@ -321,6 +321,35 @@ TEST_P(ConformanceMoreTest, VariableMessagesAreBufferedAndClaimed) {
   ASSERT_EQ(ReadEntry(f, 0).op_context, nullptr);
 }
 
+// FI_OPT_BUFFERED_MIN set by the receiver alone still governs what its
+// FI_MORE entries show (fi_msg(3)): the sender learns it when connecting.
+TEST_P(ConformanceMoreTest, ReceiversBufferedMinGoverns) {
+  Fixture f;
+  f.before_enable = [](int node, sf_ep* ep) {
+    size_t v = 48;
+    return node == 1 ? sf_setopt(&ep->fid, SF_OPT_ENDPOINT, SF_OPT_BUFFERED_MIN,
+                                 &v, sizeof v)
+                     : 0;
+  };
+  ASSERT_TRUE(
+      f.Open(backend(), 2, 0, 0, 7, SF_EP_RDM, /*mode=*/SF_BUFFERED_RECV));
+  EXPECT_EQ(SizeOpt(f.peers[0].ep, SF_OPT_BUFFERED_MIN), 0u);
+  const std::vector<uint8_t> large = Pattern(64 * 1024, 4);
+  ASSERT_EQ(sf_send(f.peers[0].ep, large.data(), large.size(), nullptr,
+                    f.peers[0].addr[1], nullptr),
+            0);
+  sf_cq_tagged_entry e = ReadEntry(f, 1);
+  EXPECT_NE(e.flags & SF_MORE, 0u);
+  EXPECT_EQ(e.len, large.size());
+  ASSERT_NE(e.buf, nullptr);
+  EXPECT_EQ(std::memcmp(e.buf, large.data(), 48), 0);
+  sf_msg msg{};
+  msg.context = e.op_context;
+  ASSERT_EQ(sf_recvmsg(f.peers[1].ep, &msg, SF_DISCARD), 0);
+  // Discarded: the sender completes.
+  EXPECT_EQ(ReadEntry(f, 0).op_context, nullptr);
+}
+
 TEST_P(ConformanceMoreTest, BufferedTaggedMatchesPostedTags) {
   Fixture f;
   ASSERT_TRUE(

@@ -334,7 +334,9 @@ ssize_t sf_cancel(struct sf_fid* fid, void* context);
 #define SF_OPT_ENDPOINT 0
 #define SF_OPT_MIN_MULTI_RECV 0 /* size_t */
 #define SF_OPT_CM_DATA_SIZE 1   /* size_t, getopt only */
-/* Rendezvous requests carry this many leading bytes (<= eager size, 8192). */
+/* A buffered receive's SF_MORE entry shows at least this many leading bytes
+ * (<= the eager size, 8192): each endpoint announces its value to its peers,
+ * and rendezvous requests carry the larger of both sides' values. */
 #define SF_OPT_BUFFERED_MIN 2 /* size_t, before sf_enable */
 /* Largest message reported whole by a buffered receive (<= 8192). */
 #define SF_OPT_BUFFERED_LIMIT 3 /* size_t, before sf_enable */
