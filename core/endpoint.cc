@@ -300,7 +300,8 @@ Status Endpoint::InitRdm() {
 }
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
-    transport::Device* device, transport::ProtectionDomain* pd) {
+    transport::Device* device, transport::ProtectionDomain* pd,
+    uint32_t requests_max) {
   // A listener only runs the CM: the smallest data path there is.
   EndpointAttr attr;
   attr.type = EndpointType::kMsg;
@@ -309,7 +310,7 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
   attr.credits = 1;
   attr.eager_max = 64;
   attr.inject_size = 0;
-  attr.peers_max = 4096;
+  attr.peers_max = requests_max;
   auto ep = Create(device, pd, attr);
   if (ep.ok()) (*ep)->listener_ = true;
   return ep;
@@ -2013,18 +2014,32 @@ Status Endpoint::Shutdown() {
 void Endpoint::OnMsgCm(const wire::CmMessage& m) {
   if (listener_) {
     if (m.type != wire::CmType::kConnect) return;
-    if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
-        peers_.size() >= attr_.peers_max) {
-      return;  // Full: the connector times out.
-    }
+    const uint64_t now = device_->clock().NowNs();
     auto known = peer_by_name_.find(m.from);
     const bool seen = known != peer_by_name_.end() &&
                       peers_[known->second].answered_id == m.request_id;
     if (!seen && (eq_ == nullptr || eq_->full())) {
       return;  // No room to report it: the connector's retry comes back.
     }
-    const uint32_t peer = FindOrAddPeer(m.from);
+    uint32_t peer;
+    if (known != peer_by_name_.end()) {
+      peer = known->second;
+    } else if (peers_.size() < attr_.peers_max) {
+      peer = FindOrAddPeer(m.from);
+    } else {
+      // Full: reuse the entry of a request decided long enough ago that its
+      // connector has stopped retrying; none such, the connector times out.
+      auto stale = ListenerSlotToReuse(now);
+      if (!stale) return;
+      peer = *stale;
+      peer_by_name_.erase(peers_[peer].name);
+      if (peers_[peer].ah) (void)peers_[peer].ah->Destroy();
+      peers_[peer] = Peer{};
+      peers_[peer].name = m.from;
+      peer_by_name_.emplace(m.from, peer);
+    }
     Peer& p = peers_[peer];
+    p.retry_at_ns = now;  // Last heard of (listener entries only).
     if (p.answered_id == m.request_id) {
       // A retry: the decision is pending, or it was a rejection that got lost.
       (void)SendCm(peer, p.state == PeerState::kFailed
@@ -2041,6 +2056,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
     e.fid = user_handle_;
     auto info = std::make_shared<ConnRequest>();
     info->request = m;
+    p.request = info;
     e.info = std::move(info);
     e.data.assign(m.data, m.data + m.data_len);
     eq_->Push(std::move(e));
@@ -2107,6 +2123,21 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
     default:
       return;
   }
+}
+
+std::optional<uint32_t> Endpoint::ListenerSlotToReuse(uint64_t now) const {
+  // A connector retries every cm_retry_ns until answered and gives up after
+  // cm_retries_max tries: twice that long after the last datagram, nothing
+  // of a decided request is still on its way.
+  const uint64_t quiet =
+      2 * static_cast<uint64_t>(attr_.cm_retry_ns) * (attr_.cm_retries_max + 1);
+  for (uint32_t i = 0; i < peers_.size(); ++i) {
+    const Peer& p = peers_[i];
+    const bool decided =
+        p.state == PeerState::kFailed || (p.request && p.request->decided);
+    if (decided && now - p.retry_at_ns >= quiet) return i;
+  }
+  return std::nullopt;
 }
 
 void Endpoint::MsgTimers(uint64_t now) {

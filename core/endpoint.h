@@ -34,6 +34,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "core/address_vector.h"
@@ -283,8 +284,11 @@ class Endpoint {
   // A listener (fi_passive_ep): receives connection requests and reports each
   // as a kEqConnReq event with a ConnRequest. Its name is the address to
   // connect to.
+  // It tracks up to `requests_max` connectors at once; an entry is reused
+  // once its request was decided and its connector has gone quiet.
   static StatusOr<std::unique_ptr<Endpoint>> CreateListener(
-      transport::Device* device, transport::ProtectionDomain* pd);
+      transport::Device* device, transport::ProtectionDomain* pd,
+      uint32_t requests_max = 4096);
   bool listener() const { return listener_; }
   // The API's object for this endpoint, reported as the events' fid and a
   // buffered receive's RecvContext::ep.
@@ -358,6 +362,8 @@ class Endpoint {
     bool credit_write_pending = false;
     uint64_t remote_credit_addr = 0;
     uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
+    // A listener's entry: the request it reported (to see it decided).
+    std::shared_ptr<const ConnRequest> request;
     uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
@@ -495,6 +501,8 @@ class Endpoint {
   void OnMsgCm(const wire::CmMessage& m);
   void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len);
   void MsgTimers(uint64_t now);
+  // A listener's peer entry that may serve a new connector (table full).
+  std::optional<uint32_t> ListenerSlotToReuse(uint64_t now) const;
   wire::CmType RequestType() const {
     return attr_.type == EndpointType::kMsg ? wire::CmType::kConnect
                                             : wire::CmType::kRequest;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/event_queue.h"
 #include "tests/messaging_harness.h"
 #include "tests/test_pattern.h"
 
@@ -681,6 +682,60 @@ TEST(MessagingTest, FenceDefersUntilEarlierSendsComplete) {
   EXPECT_EQ(got_b, 2u);
   EXPECT_EQ(tx[0].op_context, &ctx_a);
   EXPECT_EQ(tx[1].op_context, &ctx_b);
+}
+
+// A listener tracks a bounded number of connectors; entries of decided
+// requests are reused once their connectors have gone quiet, so a listener
+// keeps answering over its whole life (before, the 3rd connector here timed
+// out).
+TEST(ListenerTest, DecidedRequestsFreeTheirEntries) {
+  sim::SimConfig config;
+  config.nodes = 2;
+  auto fabric = sim::CreateSimFabric(config);
+  ASSERT_NE(fabric, nullptr);
+  auto pd0 = fabric->device(0)->AllocPd();
+  auto pd1 = fabric->device(1)->AllocPd();
+  ASSERT_TRUE(pd0.ok() && pd1.ok());
+  core::EventQueue leq(8), ceq(8);
+  auto listener = core::Endpoint::CreateListener(fabric->device(0), *pd0,
+                                                 /*requests_max=*/2);
+  ASSERT_TRUE(listener.ok());
+  ASSERT_TRUE((*listener)->BindEq(&leq).ok());
+  ASSERT_TRUE((*listener)->Listen().ok());
+  core::CompletionQueue cq(64);
+  core::EndpointAttr attr;
+  attr.type = core::EndpointType::kMsg;
+  for (int k = 0; k < 5; ++k) {
+    SCOPED_TRACE("connector " + std::to_string(k));
+    auto made = core::Endpoint::Create(fabric->device(1), *pd1, attr);
+    ASSERT_TRUE(made.ok());
+    std::unique_ptr<core::Endpoint> ep = std::move(*made);
+    ASSERT_TRUE(ep->BindCq(&cq, core::kSend | core::kRecv).ok());
+    ASSERT_TRUE(ep->BindEq(&ceq).ok());
+    ASSERT_TRUE(ep->Enable().ok());
+    ASSERT_TRUE(ep->Connect((*listener)->name(), nullptr, 0).ok());
+    std::shared_ptr<const core::ConnRequest> req;
+    for (int r = 0; r < 100000 && req == nullptr; ++r) {
+      auto e = leq.Read(false);
+      if (e.ok()) req = (*e)->info;
+      ep->Progress();
+    }
+    ASSERT_NE(req, nullptr) << "the listener did not report the request";
+    ASSERT_TRUE((*listener)->Reject(*req, nullptr, 0).ok());
+    bool refused = false;
+    for (int r = 0; r < 100000 && !refused; ++r) {
+      auto x = ceq.ReadError();
+      if (x.ok()) {
+        EXPECT_EQ(x->err, ECONNREFUSED);
+        refused = true;
+      }
+      (*listener)->Progress();
+    }
+    ASSERT_TRUE(refused);
+    ep.reset();
+    // Let the connector's traffic die down (the listener's quiet window).
+    fabric->RunUntil(fabric->clock().NowNs() + 50'000'000);
+  }
 }
 
 }  // namespace
