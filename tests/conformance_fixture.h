@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <vector>
 
 #include "api/softfab/fabric.h"
@@ -130,6 +131,35 @@ class Fixture {
           nodes) {
         return ::testing::AssertionFailure() << "av insert";
       }
+    }
+    return ::testing::AssertionSuccess();
+  }
+
+  // Opens an extra endpoint on peer i's domain with a CQ of its own (tagged
+  // format, `wait` object), binds it to the CQ and then to each of `binds`
+  // (an AV, an EQ, a shared context, ...), and enables it if `enable`.
+  ::testing::AssertionResult AddEndpoint(int i, sf_ep_type type,
+                                         std::initializer_list<sf_fid*> binds,
+                                         bool enable, sf_cq** cq, sf_ep** ep,
+                                         sf_wait_obj wait = SF_WAIT_NONE) {
+    sf_cq_attr ca{};
+    ca.format = SF_CQ_FORMAT_TAGGED;
+    ca.wait_obj = wait;
+    sf_ep_attr ea{};
+    ea.type = type;
+    ea.caps = SF_MSG | SF_TAGGED;
+    if (sf_cq_open(peers[i].domain, &ca, cq, nullptr) ||
+        sf_endpoint(peers[i].domain, &ea, ep, nullptr) ||
+        sf_ep_bind(*ep, &(*cq)->fid, SF_TRANSMIT | SF_RECV)) {
+      return ::testing::AssertionFailure() << sf_last_error();
+    }
+    for (sf_fid* fid : binds) {
+      if (sf_ep_bind(*ep, fid, 0)) {
+        return ::testing::AssertionFailure() << sf_last_error();
+      }
+    }
+    if (enable && sf_enable(*ep)) {
+      return ::testing::AssertionFailure() << sf_last_error();
     }
     return ::testing::AssertionSuccess();
   }

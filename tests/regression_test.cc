@@ -60,18 +60,9 @@ TEST(RegressionTest, CancelSignalsTheWaitFd) {
   ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2));
   sf_cq* cq = nullptr;
   sf_ep* ep = nullptr;
-  sf_cq_attr ca{};
-  ca.format = SF_CQ_FORMAT_TAGGED;
-  ca.wait_obj = SF_WAIT_FD;
-  sf_ep_attr ea{};
-  ea.type = SF_EP_RDM;
-  ea.caps = SF_MSG | SF_TAGGED;
+  ASSERT_TRUE(f.AddEndpoint(0, SF_EP_RDM, {&f.peers[0].av->fid}, true, &cq, &ep,
+                            SF_WAIT_FD));
   int fd = -1;
-  ASSERT_EQ(sf_cq_open(f.peers[0].domain, &ca, &cq, nullptr), 0);
-  ASSERT_EQ(sf_endpoint(f.peers[0].domain, &ea, &ep, nullptr), 0);
-  ASSERT_EQ(sf_ep_bind(ep, &cq->fid, SF_TRANSMIT | SF_RECV), 0);
-  ASSERT_EQ(sf_ep_bind(ep, &f.peers[0].av->fid, 0), 0);
-  ASSERT_EQ(sf_enable(ep), 0);
   ASSERT_EQ(sf_control(&cq->fid, SF_GETWAIT, &fd), 0);
   char buf[16];
   int ctx = 0;
@@ -96,19 +87,10 @@ TEST(RegressionTest, SharedContextHoldsItsCq) {
   ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2));
   sf_ep* srx = nullptr;
   ASSERT_EQ(sf_srx_context(f.peers[0].domain, nullptr, &srx, nullptr), 0);
-  sf_ep_attr ea{};
-  ea.type = SF_EP_RDM;
-  ea.caps = SF_MSG | SF_TAGGED;
-  sf_cq_attr ca{};
-  ca.format = SF_CQ_FORMAT_TAGGED;
   sf_cq* cq1 = nullptr;
   sf_ep* ep1 = nullptr;
-  ASSERT_EQ(sf_cq_open(f.peers[0].domain, &ca, &cq1, nullptr), 0);
-  ASSERT_EQ(sf_endpoint(f.peers[0].domain, &ea, &ep1, nullptr), 0);
-  ASSERT_EQ(sf_ep_bind(ep1, &cq1->fid, SF_TRANSMIT | SF_RECV), 0);
-  ASSERT_EQ(sf_ep_bind(ep1, &f.peers[0].av->fid, 0), 0);
-  ASSERT_EQ(sf_ep_bind(ep1, &srx->fid, 0), 0);
-  ASSERT_EQ(sf_enable(ep1), 0);
+  ASSERT_TRUE(f.AddEndpoint(0, SF_EP_RDM, {&f.peers[0].av->fid, &srx->fid},
+                            true, &cq1, &ep1));
   char buf[16];
   int ctx = 0;
   ASSERT_EQ(sf_recv(srx, buf, sizeof buf, nullptr, SF_ADDR_UNSPEC, &ctx), 0);
@@ -118,16 +100,13 @@ TEST(RegressionTest, SharedContextHoldsItsCq) {
   // A new endpoint with a new CQ.
   sf_cq* cq2 = nullptr;
   sf_ep* ep2 = nullptr;
-  ASSERT_EQ(sf_cq_open(f.peers[0].domain, &ca, &cq2, nullptr), 0);
-  ASSERT_EQ(sf_endpoint(f.peers[0].domain, &ea, &ep2, nullptr), 0);
-  ASSERT_EQ(sf_ep_bind(ep2, &cq2->fid, SF_TRANSMIT | SF_RECV), 0);
-  ASSERT_EQ(sf_ep_bind(ep2, &f.peers[0].av->fid, 0), 0);
-  ASSERT_EQ(sf_ep_bind(ep2, &srx->fid, 0), 0);
+  ASSERT_TRUE(f.AddEndpoint(0, SF_EP_RDM, {&f.peers[0].av->fid, &srx->fid},
+                            false, &cq2, &ep2));
   // The context still reports to cq1: another CQ is refused.
   EXPECT_EQ(sf_enable(ep2), -SF_EINVAL);
   EXPECT_EQ(sf_close(&ep2->fid), 0);
-  // Cancelling the receive makes the context idle (its entry goes to cq1).
-  ASSERT_EQ(sf_cancel(&srx->fid, &ctx), -SF_ENOENT);  // No enabled endpoint.
+  // Cancel runs through an enabled endpoint, and there is none now.
+  ASSERT_EQ(sf_cancel(&srx->fid, &ctx), -SF_ENOENT);
   EXPECT_EQ(sf_close(&srx->fid), 0);  // Its posted receive goes with it.
   EXPECT_EQ(sf_close(&cq1->fid), 0);
   EXPECT_EQ(sf_close(&cq2->fid), 0);
@@ -140,18 +119,9 @@ TEST(RegressionTest, ClosedEndpointLeavesNoEvents) {
   ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2));
   sf_eq* eq = nullptr;
   ASSERT_EQ(sf_eq_open(f.fabric, nullptr, &eq, nullptr), 0);
-  sf_ep_attr ea{};
-  ea.type = SF_EP_MSG;
-  ea.caps = SF_MSG | SF_TAGGED;
-  sf_cq_attr ca{};
-  ca.format = SF_CQ_FORMAT_TAGGED;
   sf_cq* cq = nullptr;
   sf_ep* ep = nullptr;
-  ASSERT_EQ(sf_cq_open(f.peers[1].domain, &ca, &cq, nullptr), 0);
-  ASSERT_EQ(sf_endpoint(f.peers[1].domain, &ea, &ep, nullptr), 0);
-  ASSERT_EQ(sf_ep_bind(ep, &cq->fid, SF_TRANSMIT | SF_RECV), 0);
-  ASSERT_EQ(sf_ep_bind(ep, &eq->fid, 0), 0);
-  ASSERT_EQ(sf_enable(ep), 0);
+  ASSERT_TRUE(f.AddEndpoint(1, SF_EP_MSG, {&eq->fid}, true, &cq, &ep));
   // A listener that rejects.
   sf_pep* pep = nullptr;
   sf_eq* leq = nullptr;
@@ -206,17 +176,9 @@ TEST(RegressionTest, FullListenerQueueStrandsNoConnector) {
   sf_cq* cq[2] = {};
   sf_ep* ep[2] = {};
   for (int i = 0; i < 2; ++i) {
-    sf_ep_attr ea{};
-    ea.type = SF_EP_MSG;
-    ea.caps = SF_MSG | SF_TAGGED;
-    sf_cq_attr ca{};
-    ca.format = SF_CQ_FORMAT_TAGGED;
     ASSERT_EQ(sf_eq_open(f.fabric, nullptr, &eq[i], nullptr), 0);
-    ASSERT_EQ(sf_cq_open(f.peers[i + 1].domain, &ca, &cq[i], nullptr), 0);
-    ASSERT_EQ(sf_endpoint(f.peers[i + 1].domain, &ea, &ep[i], nullptr), 0);
-    ASSERT_EQ(sf_ep_bind(ep[i], &cq[i]->fid, SF_TRANSMIT | SF_RECV), 0);
-    ASSERT_EQ(sf_ep_bind(ep[i], &eq[i]->fid, 0), 0);
-    ASSERT_EQ(sf_enable(ep[i]), 0);
+    ASSERT_TRUE(
+        f.AddEndpoint(i + 1, SF_EP_MSG, {&eq[i]->fid}, true, &cq[i], &ep[i]));
     ASSERT_EQ(sf_connect(ep[i], name, nullptr, 0), 0);
   }
   alignas(8) uint8_t buf[sizeof(sf_eq_cm_entry) + 64];

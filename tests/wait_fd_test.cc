@@ -33,18 +33,13 @@ struct WaitPair {
     if (auto r = f.Open(SF_BACKEND_SIM, 2); !r) return r;
     uint8_t names[2][SF_NAME_BYTES];
     for (int i = 0; i < 2; ++i) {
-      sf_cq_attr ca{};
-      ca.format = SF_CQ_FORMAT_TAGGED;
-      ca.wait_obj = SF_WAIT_FD;
-      sf_ep_attr ea{};
-      ea.type = SF_EP_RDM;
-      ea.caps = SF_MSG | SF_TAGGED;
       size_t len = SF_NAME_BYTES;
-      if (sf_cq_open(f.peers[i].domain, &ca, &cq[i], nullptr) ||
-          sf_endpoint(f.peers[i].domain, &ea, &ep[i], nullptr) ||
-          sf_ep_bind(ep[i], &cq[i]->fid, SF_TRANSMIT | SF_RECV) ||
-          sf_ep_bind(ep[i], &f.peers[i].av->fid, 0) || sf_enable(ep[i]) ||
-          sf_getname(&ep[i]->fid, names[i], &len) ||
+      if (auto r = f.AddEndpoint(i, SF_EP_RDM, {&f.peers[i].av->fid}, true,
+                                 &cq[i], &ep[i], SF_WAIT_FD);
+          !r) {
+        return r;
+      }
+      if (sf_getname(&ep[i]->fid, names[i], &len) ||
           sf_control(&cq[i]->fid, SF_GETWAIT, &fd[i])) {
         return ::testing::AssertionFailure() << sf_last_error();
       }
