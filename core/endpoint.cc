@@ -573,6 +573,9 @@ Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
     if (levels & (kDeliveryComplete | kMatchComplete)) {
       return NotSupported("DGRAM is unreliable: no delivery or match acks");
     }
+    if (a.flags & kRemoteCqData) {
+      return NotSupported("DGRAM endpoints carry no remote CQ data");
+    }
     if (*len < kMsgPrefixBytes) {
       return InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
     }

@@ -610,6 +610,37 @@ TEST_P(ConformanceTest, SendMatrix) {
 
 // FI_EP_DGRAM: unreliable datagrams over UD; every buffer starts with the
 // 40-byte FI_MSG_PREFIX, where the receiver finds the GRH.
+// FI_FENCE: a fenced send waits for every earlier operation to the same
+// peer. A rendezvous message (completing when its READ is done) followed by a
+// small fenced one: without the fence the small one would land first.
+TEST_P(ConformanceTest, FenceOrdersAfterEarlierSends) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  const std::vector<uint8_t> big = Pattern(1 << 20, 21), small = Pattern(8, 22);
+  std::vector<uint8_t> in_big(big.size()), in_small(small.size());
+  int big_ctx = 0, small_ctx = 0;
+  ASSERT_EQ(sf_trecv(f.peers[1].ep, in_big.data(), in_big.size(), nullptr,
+                     SF_ADDR_UNSPEC, 1, 0, &big_ctx),
+            0);
+  ASSERT_EQ(sf_trecv(f.peers[1].ep, in_small.data(), in_small.size(), nullptr,
+                     SF_ADDR_UNSPEC, 2, 0, &small_ctx),
+            0);
+  ASSERT_EQ(sf_tsend(f.peers[0].ep, big.data(), big.size(), nullptr,
+                     f.peers[0].addr[1], 1, nullptr),
+            0);
+  iovec iov{const_cast<uint8_t*>(small.data()), small.size()};
+  sf_msg_tagged m{&iov, nullptr, 1, f.peers[0].addr[1], 2, 0, nullptr, 0};
+  ASSERT_EQ(sf_tsendmsg(f.peers[0].ep, &m, SF_FENCE), 0) << sf_last_error();
+  std::vector<sf_cq_tagged_entry> ok;
+  std::vector<sf_cq_err_entry> err;
+  f.Collect(1, 2, &ok, &err);
+  ASSERT_EQ(err.size(), 0u);
+  ASSERT_EQ(ok.size(), 2u);
+  EXPECT_EQ(ok[0].op_context, &big_ctx);
+  EXPECT_EQ(ok[1].op_context, &small_ctx);
+  EXPECT_EQ(in_big, big);
+  EXPECT_EQ(in_small, small);
+}
+
 TEST_P(ConformanceTest, DatagramsCarryTheGrhPrefix) {
   // DGRAM is unreliable by definition (UD): a lost or doubled datagram is not
   // an error, so this test runs without the fault plan in every instantiation.
@@ -621,6 +652,66 @@ TEST_P(ConformanceTest, DatagramsCarryTheGrhPrefix) {
   EXPECT_EQ(attr.type, SF_EP_DGRAM);
   EXPECT_EQ(attr.msg_prefix_size, 40u);
   ASSERT_GT(attr.max_msg_size, 40u);
+  // The calls that apply to DGRAM (fi_msg without remote CQ data) at the
+  // sizes that apply (prefix only, 1 byte, inject_size, one path MTU).
+  {
+    int case_no = 0;
+    for (const size_t size : {size_t{0}, size_t{1}, attr.inject_size - 40,
+                              attr.max_msg_size - 40}) {
+      for (int call = 0; call < 4; ++call) {
+        SCOPED_TRACE("call " + std::to_string(call) + " payload " +
+                     std::to_string(size));
+        ++case_no;
+        std::vector<uint8_t> out = Pattern(40 + size, 100 + case_no);
+        std::vector<uint8_t> in(40 + size + 4, 0x5C);
+        int rctx = 0;
+        ASSERT_EQ(sf_recv(f.peers[1].ep, in.data(), 40 + size, nullptr,
+                          SF_ADDR_UNSPEC, &rctx),
+                  0);
+        const sf_addr_t dest = f.peers[0].addr[1];
+        iovec iov[2] = {{out.data(), 40}, {out.data() + 40, size}};
+        sf_msg msg{iov, nullptr, 2, dest, nullptr, 0};
+        ssize_t rc = -1;
+        switch (call) {
+          case 0:
+            rc = sf_send(f.peers[0].ep, out.data(), out.size(), nullptr, dest,
+                         nullptr);
+            break;
+          case 1:
+            rc = sf_sendv(f.peers[0].ep, iov, nullptr, 2, dest, nullptr);
+            break;
+          case 2:
+            rc = sf_sendmsg(f.peers[0].ep, &msg, SF_COMPLETION);
+            break;
+          case 3:
+            rc = 40 + size <= attr.inject_size
+                     ? sf_inject(f.peers[0].ep, out.data(), out.size(), dest)
+                     : sf_send(f.peers[0].ep, out.data(), out.size(), nullptr,
+                               dest, nullptr);
+            break;
+        }
+        ASSERT_EQ(rc, 0) << sf_last_error();
+        sf_cq_tagged_entry e;
+        ASSERT_EQ(f.ReadOne(1, &e), 1);
+        EXPECT_EQ(e.op_context, &rctx);
+        EXPECT_EQ(e.len, 40 + size);
+        if (size > 0) {
+          EXPECT_EQ(std::memcmp(in.data() + 40, out.data() + 40, size), 0);
+        }
+        EXPECT_EQ(in[40 + size], 0x5C);
+        if (!(call == 3 && 40 + size <= attr.inject_size)) {
+          ASSERT_EQ(f.ReadOne(0, &e), 1);  // The send's completion.
+        }
+      }
+    }
+    EXPECT_TRUE(f.Quiet(0));
+    char d[64] = {};
+    EXPECT_EQ(sf_senddata(f.peers[0].ep, d, sizeof d, nullptr, 7,
+                          f.peers[0].addr[1], nullptr),
+              -SF_ENOSYS);
+    EXPECT_EQ(sf_injectdata(f.peers[0].ep, d, sizeof d, 7, f.peers[0].addr[1]),
+              -SF_ENOSYS);
+  }
   const size_t payload = attr.max_msg_size - 40;  // One path MTU.
   std::vector<uint8_t> out = Pattern(40 + payload, 11);
   std::vector<uint8_t> in(40 + payload + 8, 0x33);
