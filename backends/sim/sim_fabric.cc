@@ -1513,7 +1513,9 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   const Gid dg = GidOfNode(ev.dst_node);
   std::memcpy(ip + 12, sg.raw + 12, 4);
   std::memcpy(ip + 16, dg.raw + 12, 4);
-  std::memcpy(grh + kGrhBytes, ud_pool_[ev.aux].bytes.data(), ev.length);
+  if (ev.length > 0) {  // An empty datagram's pool buffer may have no data.
+    std::memcpy(grh + kGrhBytes, ud_pool_[ev.aux].bytes.data(), ev.length);
+  }
   Scatter(qp->active_sges_.data(), qp->active_.num_sge, 0, grh,
           kGrhBytes + ev.length);
   WorkCompletion wc{};
