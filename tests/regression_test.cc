@@ -240,4 +240,181 @@ TEST(RegressionTest, FullListenerQueueStrandsNoConnector) {
   sf_close(&leq->fid);
 }
 
+// A plain receive may use the CQ slot it reserves for a message that has
+// already arrived, even when that slot was the CQ's last (before, the
+// message waited for some other receive).
+TEST(RegressionTest, ReceiveTakesArrivedMessageWithItsOwnSlot) {
+  Fixture f;
+  ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2));
+  sf_cq* cq = nullptr;
+  sf_ep* ep = nullptr;
+  sf_cq_attr ca{};
+  ca.size = 2;
+  ca.format = SF_CQ_FORMAT_TAGGED;
+  ASSERT_EQ(sf_cq_open(f.peers[1].domain, &ca, &cq, nullptr), 0);
+  sf_ep_attr ea{};
+  ea.type = SF_EP_RDM;
+  ea.caps = SF_MSG | SF_TAGGED;
+  ASSERT_EQ(sf_endpoint(f.peers[1].domain, &ea, &ep, nullptr), 0);
+  ASSERT_EQ(sf_ep_bind(ep, &cq->fid, SF_TRANSMIT | SF_RECV), 0);
+  ASSERT_EQ(sf_ep_bind(ep, &f.peers[1].av->fid, 0), 0);
+  ASSERT_EQ(sf_enable(ep), 0);
+  uint8_t name[SF_NAME_BYTES];
+  size_t len = sizeof name;
+  ASSERT_EQ(sf_getname(&ep->fid, name, &len), 0);
+  sf_addr_t to = 0;
+  ASSERT_EQ(sf_av_insert(f.peers[0].av, name, 1, &to, 0, nullptr), 1);
+  // One receive holds one of the two slots; a message for another tag
+  // arrives and waits.
+  char a[8] = {}, b[8] = {}, out[8] = "late";
+  int actx = 0, bctx = 0;
+  ASSERT_EQ(sf_trecv(ep, a, sizeof a, nullptr, SF_ADDR_UNSPEC, 1, 0, &actx), 0);
+  ASSERT_EQ(sf_tsend(f.peers[0].ep, out, sizeof out, nullptr, to, 2, nullptr),
+            0);
+  for (int r = 0; r < 2000; ++r) {
+    f.Progress();
+    ASSERT_EQ(sf_cq_read(cq, nullptr, 0), 0);
+  }
+  // This receive takes the last slot and must match the waiting message.
+  ASSERT_EQ(sf_trecv(ep, b, sizeof b, nullptr, SF_ADDR_UNSPEC, 2, 0, &bctx), 0);
+  sf_cq_tagged_entry e{};
+  ASSERT_EQ(sf_cq_read(cq, &e, 1), 1);
+  EXPECT_EQ(e.op_context, &bctx);
+  EXPECT_STREQ(b, "late");
+  ASSERT_EQ(sf_cancel(&ep->fid, &actx), 0);
+  EXPECT_EQ(sf_close(&ep->fid), 0);
+  EXPECT_EQ(sf_close(&cq->fid), 0);
+}
+
+// Binding an endpoint to a second CQ takes it off the first one's progress
+// list: closing the endpoint and then reading the first CQ is safe (ASan
+// caught the use after free before).
+TEST(RegressionTest, RebindingTheCqForgetsTheOldOne) {
+  Fixture f;
+  ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2));
+  sf_cq *cq1 = nullptr, *cq2 = nullptr;
+  sf_ep* ep = nullptr;
+  ASSERT_TRUE(f.AddEndpoint(0, SF_EP_RDM, {}, false, &cq1, &ep));
+  sf_cq_attr ca{};
+  ca.format = SF_CQ_FORMAT_TAGGED;
+  ASSERT_EQ(sf_cq_open(f.peers[0].domain, &ca, &cq2, nullptr), 0);
+  ASSERT_EQ(sf_ep_bind(ep, &cq2->fid, SF_TRANSMIT | SF_RECV), 0);
+  ASSERT_EQ(sf_close(&ep->fid), 0);
+  sf_cq_tagged_entry e{};
+  EXPECT_EQ(sf_cq_read(cq1, &e, 1), -SF_EAGAIN);
+  EXPECT_EQ(sf_close(&cq1->fid), 0);
+  EXPECT_EQ(sf_close(&cq2->fid), 0);
+}
+
+// One decision per connection request: accepted, it cannot be rejected.
+TEST(RegressionTest, AcceptedRequestCannotBeRejected) {
+  Fixture f;
+  ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2, 0, 0, 7, SF_EP_MSG));
+  // The fixture accepted node 1's request through its listener; a new
+  // request is needed to hold on to its info.
+  sf_eq* eq = nullptr;
+  ASSERT_EQ(sf_eq_open(f.fabric, nullptr, &eq, nullptr), 0);
+  sf_cq* cq = nullptr;
+  sf_ep* client = nullptr;
+  ASSERT_TRUE(f.AddEndpoint(1, SF_EP_MSG, {&eq->fid}, true, &cq, &client));
+  uint8_t name[SF_NAME_BYTES];
+  size_t len = sizeof name;
+  ASSERT_EQ(sf_getname(&f.pep->fid, name, &len), 0);
+  ASSERT_EQ(sf_connect(client, name, nullptr, 0), 0);
+  alignas(8) uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+  uint32_t event = 0;
+  ASSERT_GT(sf_eq_sread(f.peers[0].eq, &event, buf, sizeof buf, 1000, 0), 0)
+      << sf_last_error();
+  ASSERT_EQ(event, static_cast<uint32_t>(SF_CONNREQ));
+  sf_info* info = reinterpret_cast<sf_eq_cm_entry*>(buf)->info;
+  sf_ep_attr ea{};
+  ea.type = SF_EP_MSG;
+  ea.info = info;
+  sf_ep* server = nullptr;
+  sf_cq* scq = nullptr;
+  sf_cq_attr ca{};
+  ca.format = SF_CQ_FORMAT_TAGGED;
+  ASSERT_EQ(sf_cq_open(f.peers[0].domain, &ca, &scq, nullptr), 0);
+  ASSERT_EQ(sf_endpoint(f.peers[0].domain, &ea, &server, nullptr), 0);
+  ASSERT_EQ(sf_ep_bind(server, &scq->fid, SF_TRANSMIT | SF_RECV), 0);
+  ASSERT_EQ(sf_ep_bind(server, &f.peers[0].eq->fid, 0), 0);
+  ASSERT_EQ(sf_enable(server), 0);
+  ASSERT_EQ(sf_accept(server, nullptr, 0), 0) << sf_last_error();
+  EXPECT_EQ(sf_reject(f.pep, info, nullptr, 0), -SF_EINVAL);
+  sf_freeinfo(info);
+  EXPECT_EQ(sf_close(&server->fid), 0);
+  EXPECT_EQ(sf_close(&scq->fid), 0);
+  EXPECT_EQ(sf_close(&client->fid), 0);
+  EXPECT_EQ(sf_close(&cq->fid), 0);
+  EXPECT_EQ(sf_close(&eq->fid), 0);
+}
+
+// A buffered message reported to the application stays claimable after the
+// endpoint it arrived at closes (before, it was freed under the
+// application's feet and its context slot reused).
+TEST(RegressionTest, ReportedBufferedMessageOutlivesItsEndpoint) {
+  Fixture f;
+  ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 2));
+  sf_rx_attr ra{};
+  ra.mode = SF_BUFFERED_RECV;
+  sf_ep* srx = nullptr;
+  ASSERT_EQ(sf_srx_context(f.peers[1].domain, &ra, &srx, nullptr), 0);
+  sf_cq* cq = nullptr;
+  sf_cq_attr ca{};
+  ca.format = SF_CQ_FORMAT_TAGGED;
+  ASSERT_EQ(sf_cq_open(f.peers[1].domain, &ca, &cq, nullptr), 0);
+  sf_ep* eps[2] = {};
+  sf_addr_t to[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    sf_ep_attr ea{};
+    ea.type = SF_EP_RDM;
+    ea.caps = SF_MSG;
+    ea.mode = SF_BUFFERED_RECV;
+    ASSERT_EQ(sf_endpoint(f.peers[1].domain, &ea, &eps[i], nullptr), 0);
+    ASSERT_EQ(sf_ep_bind(eps[i], &cq->fid, SF_TRANSMIT | SF_RECV), 0);
+    ASSERT_EQ(sf_ep_bind(eps[i], &f.peers[1].av->fid, 0), 0);
+    ASSERT_EQ(sf_ep_bind(eps[i], &srx->fid, 0), 0) << sf_last_error();
+    ASSERT_EQ(sf_enable(eps[i]), 0) << sf_last_error();
+    uint8_t name[SF_NAME_BYTES];
+    size_t len = sizeof name;
+    ASSERT_EQ(sf_getname(&eps[i]->fid, name, &len), 0);
+    ASSERT_EQ(sf_av_insert(f.peers[0].av, name, 1, &to[i], 0, nullptr), 1);
+  }
+  // M1 to endpoint 0, reported; endpoint 0 closes; M2 to endpoint 1.
+  const std::vector<uint8_t> m1 = Pattern(100, 1), m2 = Pattern(200, 2);
+  auto report = [&](const std::vector<uint8_t>& m, sf_addr_t dest) {
+    EXPECT_EQ(
+        sf_send(f.peers[0].ep, m.data(), m.size(), nullptr, dest, nullptr), 0);
+    sf_cq_tagged_entry e{};
+    for (int r = 0; r < 100000; ++r) {
+      if (sf_cq_read(cq, &e, 1) == 1) break;
+      f.Progress();
+    }
+    EXPECT_EQ(e.len, m.size());
+    return static_cast<sf_recv_context*>(e.op_context);
+  };
+  sf_recv_context* rc1 = report(m1, to[0]);
+  ASSERT_NE(rc1, nullptr);
+  ASSERT_EQ(sf_close(&eps[0]->fid), 0);
+  sf_recv_context* rc2 = report(m2, to[1]);
+  ASSERT_NE(rc2, nullptr);
+  EXPECT_NE(rc1, rc2);  // Its context slot was not reused.
+  // M1 is still there to claim, with its bytes.
+  std::vector<uint8_t> in(m1.size());
+  iovec iov{in.data(), in.size()};
+  int ctx = 0;
+  rc1->context = &ctx;
+  sf_msg msg{&iov, nullptr, 1, 0, rc1, 0};
+  ASSERT_EQ(sf_recvmsg(srx, &msg, SF_CLAIM), 0) << sf_last_error();
+  sf_cq_tagged_entry e{};
+  ASSERT_EQ(sf_cq_read(cq, &e, 1), 1);
+  EXPECT_EQ(e.op_context, &ctx);
+  EXPECT_EQ(in, m1);
+  msg.context = rc2;
+  ASSERT_EQ(sf_recvmsg(srx, &msg, SF_DISCARD), 0);
+  EXPECT_EQ(sf_close(&eps[1]->fid), 0);
+  EXPECT_EQ(sf_close(&srx->fid), 0);
+  EXPECT_EQ(sf_close(&cq->fid), 0);
+}
+
 }  // namespace
