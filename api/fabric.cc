@@ -72,12 +72,14 @@ struct Srx;
 struct Cq;
 
 struct Fabric : sf_fabric {
+  using Public = sf_fabric;
   std::unique_ptr<softfab::sim::SimFabric> sim;
   int children = 0;
   std::vector<Cq*> waitable;  // CQs with a wait fd, kept in step.
 };
 
 struct Domain : sf_domain {
+  using Public = sf_domain;
   Fabric* fabric = nullptr;
   tp::Device* device = nullptr;
   tp::ProtectionDomain* pd = nullptr;
@@ -88,6 +90,7 @@ struct Domain : sf_domain {
 };
 
 struct Cq : sf_cq {
+  using Public = sf_cq;
   Domain* domain = nullptr;
   std::unique_ptr<core::CompletionQueue> cq;
   sf_cq_format format = SF_CQ_FORMAT_CONTEXT;
@@ -118,17 +121,20 @@ void SyncWaitFds(Fabric* f) {
 }
 
 struct Av : sf_av {
+  using Public = sf_av;
   Domain* domain = nullptr;
   std::unique_ptr<core::AddressVector> av;
   int users = 0;
 };
 
 struct Mr : sf_mr {
+  using Public = sf_mr;
   Domain* domain = nullptr;
   tp::MemoryRegion* mr = nullptr;
 };
 
 struct Eq : sf_eq {
+  using Public = sf_eq;
   Fabric* fabric = nullptr;
   std::unique_ptr<core::EventQueue> eq;
   int users = 0;                  // Endpoints and listeners bound to it.
@@ -136,6 +142,7 @@ struct Eq : sf_eq {
 };
 
 struct Pep : sf_pep {
+  using Public = sf_pep;
   Domain* domain = nullptr;
   std::unique_ptr<core::Endpoint> ep;  // A listener.
   Eq* eq = nullptr;
@@ -152,12 +159,14 @@ struct sf_info {
 namespace {
 
 struct Srx : sf_ep {
+  using Public = sf_ep;
   Domain* domain = nullptr;
   std::unique_ptr<core::RxContext> rx;
   int users = 0;  // Endpoints bound to it.
 };
 
 struct Ep : sf_ep {
+  using Public = sf_ep;
   Domain* domain = nullptr;
   std::unique_ptr<core::Endpoint> ep;
   Cq* tx_cq = nullptr;
@@ -195,57 +204,34 @@ int Release(T* object, int* parent_children) {
   return 0;
 }
 
-// Per-type casts from the public struct pointer.
-Fabric* AsFabric(sf_fabric* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_FABRIC
-             ? static_cast<Fabric*>(p)
+// Per-type casts from the public struct pointer: the object, or null when
+// `p` is null, closed, or of another class.
+template <typename T, typename Pub>
+T* As(Pub* p, sf_fclass fclass) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == fclass
+             ? static_cast<T*>(p)
              : nullptr;
 }
-Domain* AsDomain(sf_domain* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_DOMAIN
-             ? static_cast<Domain*>(p)
-             : nullptr;
-}
-Cq* AsCq(sf_cq* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_CQ
-             ? static_cast<Cq*>(p)
-             : nullptr;
-}
-Av* AsAv(sf_av* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_AV
-             ? static_cast<Av*>(p)
-             : nullptr;
-}
-Mr* AsMr(sf_mr* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_MR
-             ? static_cast<Mr*>(p)
-             : nullptr;
-}
-Ep* AsEp(sf_ep* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_EP
-             ? static_cast<Ep*>(p)
-             : nullptr;
-}
-Eq* AsEq(sf_eq* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_EQ
-             ? static_cast<Eq*>(p)
-             : nullptr;
-}
-Pep* AsPep(sf_pep* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_PEP
-             ? static_cast<Pep*>(p)
-             : nullptr;
-}
+Fabric* AsFabric(sf_fabric* p) { return As<Fabric>(p, SF_CLASS_FABRIC); }
+Domain* AsDomain(sf_domain* p) { return As<Domain>(p, SF_CLASS_DOMAIN); }
+Cq* AsCq(sf_cq* p) { return As<Cq>(p, SF_CLASS_CQ); }
+Av* AsAv(sf_av* p) { return As<Av>(p, SF_CLASS_AV); }
+Mr* AsMr(sf_mr* p) { return As<Mr>(p, SF_CLASS_MR); }
+Ep* AsEp(sf_ep* p) { return As<Ep>(p, SF_CLASS_EP); }
+Eq* AsEq(sf_eq* p) { return As<Eq>(p, SF_CLASS_EQ); }
+Pep* AsPep(sf_pep* p) { return As<Pep>(p, SF_CLASS_PEP); }
 bool ValidInfo(const sf_info* info) {
   return info != nullptr && info->magic == kMagic && info->request != nullptr;
 }
-Srx* AsSrx(sf_ep* p) {
-  return p && p->fid.magic == kMagic && p->fid.fclass == SF_CLASS_SRX_CTX
-             ? static_cast<Srx*>(p)
-             : nullptr;
-}
+Srx* AsSrx(sf_ep* p) { return As<Srx>(p, SF_CLASS_SRX_CTX); }
 bool IsClass(const sf_fid* fid, sf_fclass fclass) {
   return fid != nullptr && fid->magic == kMagic && fid->fclass == fclass;
+}
+// The object a fid heads (the fid is the first member of the public struct
+// the object derives from); the caller has checked its class.
+template <typename T>
+T* ObjectOf(sf_fid* fid) {
+  return static_cast<T*>(reinterpret_cast<typename T::Public*>(fid));
 }
 
 // Resolves user descriptors (sf_mr_desc values) into transport regions of
@@ -794,7 +780,7 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
   if (ep == nullptr || bfid == nullptr) return Fail(EINVAL, "bad argument");
   if (ep->ep->enabled()) return Fail(SF_EOPBADSTATE, "endpoint is enabled");
   if (IsClass(bfid, SF_CLASS_CQ)) {
-    Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(bfid));
+    Cq* cq = ObjectOf<Cq>(bfid);
     if (cq->domain != ep->domain) {
       return Fail(EINVAL, "CQ belongs to another domain");
     }
@@ -815,7 +801,7 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     return 0;
   }
   if (IsClass(bfid, SF_CLASS_AV)) {
-    Av* av = static_cast<Av*>(reinterpret_cast<sf_av*>(bfid));
+    Av* av = ObjectOf<Av>(bfid);
     if (av->domain != ep->domain) {
       return Fail(EINVAL, "AV belongs to another domain");
     }
@@ -828,7 +814,7 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     return 0;
   }
   if (IsClass(bfid, SF_CLASS_EQ)) {
-    Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(bfid));
+    Eq* eq = ObjectOf<Eq>(bfid);
     if (eq->fabric != ep->domain->fabric) {
       return Fail(EINVAL, "EQ belongs to another fabric");
     }
@@ -841,7 +827,7 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
     return 0;
   }
   if (IsClass(bfid, SF_CLASS_SRX_CTX)) {
-    Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(bfid));
+    Srx* srx = ObjectOf<Srx>(bfid);
     if (srx->domain != ep->domain) {
       return Fail(EINVAL, "shared context belongs to another domain");
     }
@@ -927,8 +913,7 @@ int sf_getname(sf_fid* fid, void* addr, size_t* addrlen) {
     return Fail(EINVAL, "bad argument");
   }
   core::Endpoint* ep =
-      pep ? static_cast<Pep*>(reinterpret_cast<sf_pep*>(fid))->ep.get()
-          : static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep.get();
+      pep ? ObjectOf<Pep>(fid)->ep.get() : ObjectOf<Ep>(fid)->ep.get();
   const size_t room = *addrlen;
   *addrlen = SF_NAME_BYTES;
   if (addr == nullptr || room < SF_NAME_BYTES) {
@@ -941,16 +926,14 @@ int sf_getname(sf_fid* fid, void* addr, size_t* addrlen) {
 ssize_t sf_cancel(sf_fid* fid, void* context) {
   Status s;
   if (IsClass(fid, SF_CLASS_EP)) {
-    s = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep->Cancel(context);
+    s = ObjectOf<Ep>(fid)->ep->Cancel(context);
   } else if (IsClass(fid, SF_CLASS_SRX_CTX)) {
-    s = static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->rx->Cancel(context);
+    s = ObjectOf<Srx>(fid)->rx->Cancel(context);
   } else {
     return Fail(EINVAL, "not an endpoint or a shared receive context");
   }
-  SyncWaitFds(
-      IsClass(fid, SF_CLASS_EP)
-          ? static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->domain->fabric
-          : static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->domain->fabric);
+  SyncWaitFds(IsClass(fid, SF_CLASS_EP) ? ObjectOf<Ep>(fid)->domain->fabric
+                                        : ObjectOf<Srx>(fid)->domain->fabric);
   return s.ok() ? 0 : Fail(s);
 }
 
@@ -961,12 +944,8 @@ int sf_setopt(sf_fid* fid, int level, int optname, const void* optval,
     return Fail(EINVAL, "bad argument");
   }
   if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
-  core::Endpoint* ep =
-      is_ep ? static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep.get()
-            : nullptr;
-  core::RxContext* rx =
-      is_ep ? ep->rx_context()
-            : static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->rx.get();
+  core::Endpoint* ep = is_ep ? ObjectOf<Ep>(fid)->ep.get() : nullptr;
+  core::RxContext* rx = is_ep ? ep->rx_context() : ObjectOf<Srx>(fid)->rx.get();
   if (optname != SF_OPT_MIN_MULTI_RECV && optname != SF_OPT_BUFFERED_MIN &&
       optname != SF_OPT_BUFFERED_LIMIT) {
     return Fail(optname == SF_OPT_CM_DATA_SIZE ? EINVAL : ENOSYS,
@@ -998,12 +977,8 @@ int sf_getopt(sf_fid* fid, int level, int optname, void* optval,
     return Fail(EINVAL, "bad argument");
   }
   if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
-  core::Endpoint* ep =
-      is_ep ? static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid))->ep.get()
-            : nullptr;
-  core::RxContext* rx =
-      is_ep ? ep->rx_context()
-            : static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid))->rx.get();
+  core::Endpoint* ep = is_ep ? ObjectOf<Ep>(fid)->ep.get() : nullptr;
+  core::RxContext* rx = is_ep ? ep->rx_context() : ObjectOf<Srx>(fid)->rx.get();
   size_t v;
   switch (optname) {
     case SF_OPT_MIN_MULTI_RECV:
@@ -1037,7 +1012,7 @@ int sf_close(sf_fid* fid) {
   }
   switch (fid->fclass) {
     case SF_CLASS_EP: {
-      Ep* ep = static_cast<Ep*>(reinterpret_cast<sf_ep*>(fid));
+      Ep* ep = ObjectOf<Ep>(fid);
       for (Cq* cq : {ep->tx_cq, ep->rx_cq}) {
         if (cq == nullptr) continue;
         auto it = std::find(cq->eps.begin(), cq->eps.end(), ep);
@@ -1052,24 +1027,24 @@ int sf_close(sf_fid* fid) {
       return rc;
     }
     case SF_CLASS_EQ: {
-      Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(fid));
+      Eq* eq = ObjectOf<Eq>(fid);
       if (eq->users) return Fail(EBUSY, "endpoints are bound to it");
       return Release(eq, &eq->fabric->children);
     }
     case SF_CLASS_PEP: {
-      Pep* pep = static_cast<Pep*>(reinterpret_cast<sf_pep*>(fid));
+      Pep* pep = ObjectOf<Pep>(fid);
       if (pep->eq) --pep->eq->users;
       return Release(pep, &pep->domain->children);
     }
     case SF_CLASS_SRX_CTX: {
-      Srx* srx = static_cast<Srx*>(reinterpret_cast<sf_ep*>(fid));
+      Srx* srx = ObjectOf<Srx>(fid);
       if (srx->users) return Fail(EBUSY, "endpoints are bound to it");
       auto& all = srx->domain->srxs;
       all.erase(std::find(all.begin(), all.end(), srx));
       return Release(srx, &srx->domain->children);
     }
     case SF_CLASS_CQ: {
-      Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
+      Cq* cq = ObjectOf<Cq>(fid);
       if (!cq->eps.empty()) return Fail(EBUSY, "endpoints are bound to it");
       for (Srx* srx : cq->domain->srxs) {
         if (srx->rx->bound_cq() == cq->cq.get()) {
@@ -1081,24 +1056,24 @@ int sf_close(sf_fid* fid) {
       return Release(cq, &cq->domain->children);
     }
     case SF_CLASS_AV: {
-      Av* av = static_cast<Av*>(reinterpret_cast<sf_av*>(fid));
+      Av* av = ObjectOf<Av>(fid);
       if (av->users) return Fail(EBUSY, "endpoints are bound to it");
       return Release(av, &av->domain->children);
     }
     case SF_CLASS_MR: {
-      Mr* mr = static_cast<Mr*>(reinterpret_cast<sf_mr*>(fid));
+      Mr* mr = ObjectOf<Mr>(fid);
       if (Status s = mr->mr->Destroy(); !s.ok()) return Fail(s);
       mr->domain->mrs.erase(static_cast<sf_mr*>(mr));
       return Release(mr, &mr->domain->children);
     }
     case SF_CLASS_DOMAIN: {
-      Domain* d = static_cast<Domain*>(reinterpret_cast<sf_domain*>(fid));
+      Domain* d = ObjectOf<Domain>(fid);
       if (d->children) return Fail(EBUSY, "objects of this domain are open");
       if (Status s = d->pd->Destroy(); !s.ok()) return Fail(s);
       return Release(d, &d->fabric->children);
     }
     case SF_CLASS_FABRIC: {
-      Fabric* f = static_cast<Fabric*>(reinterpret_cast<sf_fabric*>(fid));
+      Fabric* f = ObjectOf<Fabric>(fid);
       if (f->children) return Fail(EBUSY, "domains of this fabric are open");
       f->fid.magic = 0;
       delete f;
@@ -1117,7 +1092,7 @@ int sf_control(sf_fid* fid, int command, void* arg) {
   }
   if (command != SF_GETWAIT) return Fail(ENOSYS, "unknown command");
   if (arg == nullptr) return Fail(EINVAL, "arg must point to an int");
-  Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fid));
+  Cq* cq = ObjectOf<Cq>(fid);
   if (cq->wait_fd < 0) {
     return Fail(EINVAL, "the CQ was opened without a wait object");
   }
@@ -1133,12 +1108,12 @@ int sf_trywait(sf_fabric* pub, sf_fid** fids, int count) {
   }
   for (int i = 0; i < count; ++i) {
     if (!IsClass(fids[i], SF_CLASS_CQ)) return Fail(EINVAL, "not a CQ");
-    Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fids[i]));
+    Cq* cq = ObjectOf<Cq>(fids[i]);
     if (cq->domain->fabric != f) return Fail(EINVAL, "CQ of another fabric");
     if (cq->wait_fd < 0) return Fail(EINVAL, "CQ without a wait object");
   }
   for (int i = 0; i < count; ++i) {
-    Cq* cq = static_cast<Cq*>(reinterpret_cast<sf_cq*>(fids[i]));
+    Cq* cq = ObjectOf<Cq>(fids[i]);
     cq->cq->Progress();
     if (cq->cq->pending() > 0 || cq->cq->has_error()) {
       SyncWaitFds(f);
@@ -1223,7 +1198,7 @@ int sf_pep_bind(sf_pep* pub, sf_fid* bfid, uint64_t flags) {
   if (pep == nullptr) return Fail(EINVAL, "not a passive endpoint");
   if (!IsClass(bfid, SF_CLASS_EQ)) return Fail(EINVAL, "bind an event queue");
   if (flags != 0) return Fail(EINVAL, "EQ binding takes no flags");
-  Eq* eq = static_cast<Eq*>(reinterpret_cast<sf_eq*>(bfid));
+  Eq* eq = ObjectOf<Eq>(bfid);
   if (eq->fabric != pep->domain->fabric) {
     return Fail(EINVAL, "EQ belongs to another fabric");
   }

@@ -547,15 +547,20 @@ uint64_t Endpoint::AvailableCredits(const Peer& peer) const {
 
 // ------------------------------------------------------------------- send
 
-Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
+Status Endpoint::CheckPostable(const struct iovec* iov, size_t count) const {
   if (!enabled_) return InvalidArgument("endpoint is not enabled");
-  if (a.iov_count > kIovMax) return InvalidArgument("too many iov entries");
-  if (a.iov_count > 0 && a.iov == nullptr) return InvalidArgument("null iov");
-  for (size_t i = 0; i < a.iov_count; ++i) {
-    if (a.iov[i].iov_len > 0 && a.iov[i].iov_base == nullptr) {
+  if (count > kIovMax) return InvalidArgument("too many iov entries");
+  if (count > 0 && iov == nullptr) return InvalidArgument("null iov");
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_len > 0 && iov[i].iov_base == nullptr) {
       return InvalidArgument("null buffer with a non-zero length");
     }
   }
+  return Status::Ok();
+}
+
+Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
+  if (Status s = CheckPostable(a.iov, a.iov_count); !s.ok()) return s;
   if (a.flags & ~kSendOpFlags) return InvalidArgument("unknown send flags");
   if (a.flags & kMulticast) {
     return NotSupported("FI_MULTICAST is not supported by softfab");
@@ -933,14 +938,7 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
 // ------------------------------------------------------------------- receive
 
 Status Endpoint::CheckRecv(const RecvArgs& a) const {
-  if (!enabled_) return InvalidArgument("endpoint is not enabled");
-  if (a.iov_count > kIovMax) return InvalidArgument("too many iov entries");
-  if (a.iov_count > 0 && a.iov == nullptr) return InvalidArgument("null iov");
-  for (size_t i = 0; i < a.iov_count; ++i) {
-    if (a.iov[i].iov_len > 0 && a.iov[i].iov_base == nullptr) {
-      return InvalidArgument("null buffer with a non-zero length");
-    }
-  }
+  if (Status s = CheckPostable(a.iov, a.iov_count); !s.ok()) return s;
   if (a.flags & ~kRecvOpFlags) return InvalidArgument("unknown receive flags");
   if ((a.flags & kMultiRecv) &&
       (a.iov_count != 1 || (a.flags & (kPeek | kClaim | kDiscard)))) {
@@ -1704,8 +1702,7 @@ Status Endpoint::StartConnect(uint32_t peer) {
       !s.ok() && s.code() != ENOMEM && s.code() != EAGAIN) {
     return s;
   }
-  p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
-  device_->ScheduleWakeup(p.retry_at_ns);
+  ArmCmTimer(p, device_->clock().NowNs());
   return Status::Ok();
 }
 
@@ -1909,9 +1906,10 @@ Status CheckCmData(const void* data, size_t len) {
 }
 }  // namespace
 
-Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
+Status Endpoint::CheckStartCm(const char* not_msg, const void* data,
+                              size_t len) const {
   if (attr_.type != EndpointType::kMsg || listener_) {
-    return InvalidArgument("fi_connect needs an FI_EP_MSG endpoint");
+    return InvalidArgument(not_msg);
   }
   if (Status s = CheckCmData(data, len); !s.ok()) return s;
   if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
@@ -1919,8 +1917,26 @@ Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
   if (!peers_.empty()) {
     return Status(kErrOpBadState, "connecting or connected already");
   }
+  return Status::Ok();
+}
+
+void Endpoint::SetCmData(const void* data, size_t len) {
   cm_data_len_ = static_cast<uint8_t>(len);
   if (len > 0) std::memcpy(cm_data_, data, len);
+}
+
+void Endpoint::ArmCmTimer(Peer& p, uint64_t now) {
+  p.retry_at_ns = now + attr_.cm_retry_ns;
+  device_->ScheduleWakeup(p.retry_at_ns);
+}
+
+Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
+  if (Status s =
+          CheckStartCm("fi_connect needs an FI_EP_MSG endpoint", data, len);
+      !s.ok()) {
+    return s;
+  }
+  SetCmData(data, len);
   const uint32_t peer = FindOrAddPeer(to);
   if (Status s = StartConnect(peer); !s.ok()) {
     FailPeer(peer, EIO);
@@ -1930,14 +1946,10 @@ Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
 }
 
 Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
-  if (attr_.type != EndpointType::kMsg || listener_) {
-    return InvalidArgument("fi_accept needs an FI_EP_MSG endpoint");
-  }
-  if (Status s = CheckCmData(data, len); !s.ok()) return s;
-  if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
-  if (!enabled_) return Status(kErrOpBadState, "enable the endpoint first");
-  if (!peers_.empty()) {
-    return Status(kErrOpBadState, "connecting or connected already");
+  if (Status s =
+          CheckStartCm("fi_accept needs an FI_EP_MSG endpoint", data, len);
+      !s.ok()) {
+    return s;
   }
   if (req.decided) {
     return InvalidArgument("this request was accepted or rejected already");
@@ -1957,8 +1969,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
     return s;
   }
   req.decided = true;
-  cm_data_len_ = static_cast<uint8_t>(len);
-  if (len > 0) std::memcpy(cm_data_, data, len);
+  SetCmData(data, len);
   p.answered_id = m.request_id;
   p.granted = m.credits;
   p.remote_credit_addr = m.credit_addr;
@@ -1969,8 +1980,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   if (p.state != PeerState::kConnected) return NoMemory("no receive buffers");
   (void)SendCm(peer, wire::CmType::kReply);
   p.retries = 0;
-  p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
-  device_->ScheduleWakeup(p.retry_at_ns);
+  ArmCmTimer(p, device_->clock().NowNs());
   return Status::Ok();
 }
 
@@ -1987,8 +1997,7 @@ Status Endpoint::Reject(const ConnRequest& req, const void* data, size_t len) {
       peers_[it->second].state != PeerState::kIdle) {
     return InvalidArgument("not a pending request of this passive endpoint");
   }
-  cm_data_len_ = static_cast<uint8_t>(len);
-  if (len > 0) std::memcpy(cm_data_, data, len);
+  SetCmData(data, len);
   peers_[it->second].state = PeerState::kFailed;
   req.decided = true;
   return SendCm(it->second, wire::CmType::kReject);
@@ -2007,8 +2016,7 @@ Status Endpoint::Shutdown() {
   disconnect_pending_ = true;
   Peer& p = peers_[0];
   p.retries = 0;
-  p.retry_at_ns = device_->clock().NowNs() + attr_.cm_retry_ns;
-  device_->ScheduleWakeup(p.retry_at_ns);
+  ArmCmTimer(p, device_->clock().NowNs());
   (void)SendCm(0, wire::CmType::kDisconnect);
   FailPeer(0, ECONNRESET);
   return Status::Ok();
@@ -2042,7 +2050,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       peer_by_name_.emplace(m.from, peer);
     }
     Peer& p = peers_[peer];
-    p.retry_at_ns = now;  // Last heard of (listener entries only).
+    p.last_heard_ns = now;
     if (p.answered_id == m.request_id) {
       // A retry: the decision is pending, or it was a rejection that got lost.
       (void)SendCm(peer, p.state == PeerState::kFailed
@@ -2138,7 +2146,7 @@ std::optional<uint32_t> Endpoint::ListenerSlotToReuse(uint64_t now) const {
     const Peer& p = peers_[i];
     const bool decided =
         p.state == PeerState::kFailed || (p.request && p.request->decided);
-    if (decided && now - p.retry_at_ns >= quiet) return i;
+    if (decided && now - p.last_heard_ns >= quiet) return i;
   }
   return std::nullopt;
 }
@@ -2154,8 +2162,7 @@ void Endpoint::MsgTimers(uint64_t now) {
     }
     ++stats_.cm_retries;
     (void)SendCm(0, wire::CmType::kDisconnect);
-    p.retry_at_ns = now + attr_.cm_retry_ns;
-    device_->ScheduleWakeup(p.retry_at_ns);
+    ArmCmTimer(p, now);
     return;
   }
   if (!accepted_ || p.state != PeerState::kConnected) return;
@@ -2174,8 +2181,7 @@ void Endpoint::MsgTimers(uint64_t now) {
   }
   ++stats_.cm_retries;
   (void)SendCm(0, wire::CmType::kReply);
-  p.retry_at_ns = now + attr_.cm_retry_ns;
-  device_->ScheduleWakeup(p.retry_at_ns);
+  ArmCmTimer(p, now);
 }
 
 // ------------------------------------------------------------------- progress
@@ -2252,8 +2258,7 @@ void Endpoint::Progress() {
     }
     ++stats_.cm_retries;
     (void)SendCm(i, RequestType());
-    p.retry_at_ns = now + attr_.cm_retry_ns;
-    device_->ScheduleWakeup(p.retry_at_ns);
+    ArmCmTimer(p, now);
   }
   if (attr_.type == EndpointType::kMsg) MsgTimers(now);
   FlushCreditWrites();

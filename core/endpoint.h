@@ -362,8 +362,10 @@ class Endpoint {
     bool credit_write_pending = false;
     uint64_t remote_credit_addr = 0;
     uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
-    // A listener's entry: the request it reported (to see it decided).
+    // A listener's entry: the request it reported (to see it decided) and
+    // when the connector was last heard from.
     std::shared_ptr<const ConnRequest> request;
+    uint64_t last_heard_ns = 0;
     uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
@@ -429,6 +431,8 @@ class Endpoint {
   }
 
   // Sending.
+  // Enabled, and a usable iov list (what every post checks first).
+  Status CheckPostable(const struct iovec* iov, size_t count) const;
   Status CheckSend(const SendArgs& args, size_t* len) const;
   StatusOr<uint32_t> PeerFor(uint64_t dest);
   uint32_t FindOrAddPeer(const wire::Name& name);
@@ -501,6 +505,11 @@ class Endpoint {
   void OnMsgCm(const wire::CmMessage& m);
   void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len);
   void MsgTimers(uint64_t now);
+  // Connect/Accept preconditions (`not_msg`: the error for a wrong type).
+  Status CheckStartCm(const char* not_msg, const void* data, size_t len) const;
+  void SetCmData(const void* data, size_t len);  // Private data we send.
+  // The next CM retry for `p`, cm_retry_ns after `now`.
+  void ArmCmTimer(Peer& p, uint64_t now);
   // A listener's peer entry that may serve a new connector (table full).
   std::optional<uint32_t> ListenerSlotToReuse(uint64_t now) const;
   wire::CmType RequestType() const {
