@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
 #include "api/softfab/fabric.h"
@@ -34,6 +35,25 @@ struct Peer {
 };
 
 // Peers with RDM endpoints that know each other, on one fabric.
+// A test run once per backend (TEST_P on a subclass, instantiated with
+// SOFTFAB_INSTANTIATE_PER_BACKEND).
+class PerBackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  const Backend& backend() const { return GetParam(); }
+};
+
+// Every backend, and the simulator again under a fault plan (1% of packets
+// lost, 1% duplicated, 2% reordered): the suite must hold unchanged.
+#define SOFTFAB_INSTANTIATE_PER_BACKEND(suite)                                \
+  INSTANTIATE_TEST_SUITE_P(                                                   \
+      Backends, suite,                                                        \
+      ::testing::Values(::softfab::testing::Backend{"sim", SF_BACKEND_SIM},   \
+                        ::softfab::testing::Backend{                          \
+                            "sim_faults", SF_BACKEND_SIM, 0.01, 0.01, 0.02}), \
+      [](const ::testing::TestParamInfo<::softfab::testing::Backend>& info) { \
+        return std::string(info.param.name);                                  \
+      })
+
 class Fixture {
  public:
   ~Fixture() { Close(); }

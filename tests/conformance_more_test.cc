@@ -22,10 +22,7 @@ using ::softfab::testing::Backend;
 using ::softfab::testing::Fixture;
 using ::softfab::testing::Pattern;
 
-class ConformanceMoreTest : public ::testing::TestWithParam<Backend> {
- protected:
-  const Backend& backend() const { return GetParam(); }
-};
+class ConformanceMoreTest : public ::softfab::testing::PerBackendTest {};
 
 size_t SizeOpt(sf_ep* ep, int name) {
   size_t v = 0, len = sizeof v;
@@ -702,14 +699,6 @@ TEST_P(ConformanceMoreTest, MsgCallsRefuseBadArguments) {
   EXPECT_EQ(sf_close(&not_enabled->fid), 0);
 }
 
-// Every backend, and the simulator again under a fault plan (1% of packets
-// lost, 1% duplicated, 2% reordered): the suite must hold unchanged.
-INSTANTIATE_TEST_SUITE_P(Backends, ConformanceMoreTest,
-                         ::testing::Values(Backend{"sim", SF_BACKEND_SIM},
-                                           Backend{"sim_faults", SF_BACKEND_SIM,
-                                                   0.01, 0.01, 0.02}),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return std::string(info.param.name);
-                         });
+SOFTFAB_INSTANTIATE_PER_BACKEND(ConformanceMoreTest);
 
 }  // namespace

@@ -19,9 +19,8 @@ using ::softfab::testing::Backend;
 using ::softfab::testing::Fixture;
 using ::softfab::testing::Pattern;
 
-class ConformanceTest : public ::testing::TestWithParam<Backend> {
+class ConformanceTest : public ::softfab::testing::PerBackendTest {
  protected:
-  const Backend& backend() const { return GetParam(); }
   Fixture f;
 };
 
@@ -960,14 +959,6 @@ TEST_P(ConformanceTest, BadArgumentsAreRefused) {
   EXPECT_STRNE(sf_last_error(), "");
 }
 
-// Every backend, and the simulator again under a fault plan (1% of packets
-// lost, 1% duplicated, 2% reordered): the suite must hold unchanged.
-INSTANTIATE_TEST_SUITE_P(Backends, ConformanceTest,
-                         ::testing::Values(Backend{"sim", SF_BACKEND_SIM},
-                                           Backend{"sim_faults", SF_BACKEND_SIM,
-                                                   0.01, 0.01, 0.02}),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return std::string(info.param.name);
-                         });
+SOFTFAB_INSTANTIATE_PER_BACKEND(ConformanceTest);
 
 }  // namespace
