@@ -150,6 +150,8 @@ void RunSeed(uint64_t seed, uint64_t* digest) {
   *digest = c.fabric().digest();
   ::testing::Test::RecordProperty("retransmits_seed_" + std::to_string(seed),
                                   std::to_string(st.retransmits));
+  ::testing::Test::RecordProperty("digest_rdm_seed_" + std::to_string(seed),
+                                  std::to_string(*digest));
 }
 
 class FaultTest : public ::testing::TestWithParam<uint64_t> {};
@@ -338,6 +340,8 @@ TEST_P(MsgFaultTest, ConnectTransferShutdown) {
       << fabric->pending_events();
   EXPECT_TRUE(eq[1].empty());
   if (!heavy_dup) EXPECT_GT(fabric->stats().packets_dropped, 0u);
+  ::testing::Test::RecordProperty("digest_msg_seed_" + std::to_string(seed),
+                                  std::to_string(fabric->digest()));
   // Endpoints go before the listener and the queues they are bound to.
   ep[0].reset();
   ep[1].reset();
