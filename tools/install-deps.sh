@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
 # Installs what softfab builds and tests with, from Debian 12's archive. Idempotent.
 # Needs root (or sudo). Nothing else is downloaded: Bazel runs offline (see WORKSPACE).
+#   --rxe-vm       also what the Soft-RoCE VM harness (tools/rxe-vm/run.sh) needs
+#   --rxe-vm-only  only that
 set -euo pipefail
 
-packages=(
+build_packages=(
   bazel-bootstrap bazel-platforms    # Bazel 4.2.3 and the platforms repository
   g++ python3 clang-format           # compiler, test-count script, formatting
   libgtest-dev libgmock-dev libbenchmark-dev
   libuv1-dev libibverbs-dev librdmacm-dev
 )
+# Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
+# which the guest runs from the host's root.
+rxe_vm_packages=(
+  qemu-system-x86 busybox-static cpio kmod xz-utils iproute2
+  ibverbs-utils ibverbs-providers perftest rdmacm-utils
+)
+case "${1:-}" in
+  "") packages=("${build_packages[@]}") ;;
+  --rxe-vm) packages=("${build_packages[@]}" "${rxe_vm_packages[@]}") ;;
+  --rxe-vm-only) packages=("${rxe_vm_packages[@]}") ;;
+  *) echo "usage: $0 [--rxe-vm | --rxe-vm-only]" >&2; exit 2 ;;
+esac
 
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi

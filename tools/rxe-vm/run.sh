@@ -46,21 +46,10 @@ workspace="$(cd "$here/../.." && pwd)"
 self="$here/$(basename "${BASH_SOURCE[0]}")"
 
 # --- host packages -------------------------------------------------------------------------
-# The VM's own tools, plus the reference RDMA tools, which the guest runs from the host root.
-host_packages=(qemu-system-x86 busybox-static cpio kmod xz-utils iproute2
-  ibverbs-utils ibverbs-providers perftest rdmacm-utils)
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-missing=()
-for p in "${host_packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "$prog: installing ${missing[*]}" >&2
-  { $sudo apt-get update -q &&
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends \
-      "${missing[@]}"; } >&2 || die_setup "could not install ${missing[*]}"
-fi
+# Installed (once) by install-deps.sh; its report is shown only when it had work to do.
+deps_log="$(bash "$workspace/tools/install-deps.sh" --rxe-vm-only 2>&1)" ||
+  die_setup "tools/install-deps.sh --rxe-vm-only failed: $deps_log"
+case "$deps_log" in *"packages present") ;; *) echo "$deps_log" >&2 ;; esac
 
 # --- cache location ------------------------------------------------------------------------
 # Under bazel's output base of this workspace (found through the bazel-out symlink, which
@@ -108,7 +97,9 @@ done </modules.order
 mkdir -p /ctl /host
 p9="trans=virtio,version=9p2000.L,msize=262144"
 mount -t 9p -o "$p9" ctl /ctl || fail "cannot mount the control share"
-mount -t 9p -o "$p9,ro" hostroot /host || fail "cannot mount the host root"
+# The host root is read-only for the VM's short life, so the guest may cache it (cache=loose):
+# host binaries and libraries then load from guest memory after the first read.
+mount -t 9p -o "$p9,ro,cache=loose" hostroot /host || fail "cannot mount the host root"
 mount -t proc proc /host/proc &&
   mount -t sysfs sys /host/sys &&
   mount -t devtmpfs dev /host/dev &&
@@ -156,7 +147,7 @@ prepare() {
   local deb
   deb="$(ls "$cache_base/debs/${kernel_pkg}_"*.deb 2>/dev/null | head -n1 || true)"
   if [ -z "$deb" ]; then
-    (cd "$cache_base/debs" && apt-get download -q "$kernel_pkg" >&2) ||
+    (cd "$cache_base/debs" && apt-get download -q -o APT::Sandbox::User="$(id -un)" "$kernel_pkg" >&2) ||
       die_setup "apt-get download $kernel_pkg failed"
     deb="$(ls "$cache_base/debs/${kernel_pkg}_"*.deb | head -n1)"
   fi
