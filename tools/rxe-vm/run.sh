@@ -52,16 +52,15 @@ deps_log="$(bash "$workspace/tools/install-deps.sh" --rxe-vm-only 2>&1)" ||
 case "$deps_log" in *"packages present") ;; *) echo "$deps_log" >&2 ;; esac
 
 # --- cache location ------------------------------------------------------------------------
-# Under bazel's output base of this workspace (found through the bazel-out symlink, which
-# needs no bazel server), else bazel info, else the user's cache.
+# Under bazel's output base of this workspace: found through the bazel-out symlink (no bazel
+# server needed), else asked of bazel (before the first build); else the user's cache.
 cache_base="${SOFTFAB_VM_CACHE:-}"
 if [ -z "$cache_base" ] && [ -L "$workspace/bazel-out" ]; then
   target="$(readlink -f "$workspace/bazel-out" || true)"
   case "$target" in */execroot/*) cache_base="${target%%/execroot/*}/rxe-vm" ;; esac
 fi
 if [ -z "$cache_base" ] && command -v bazel >/dev/null; then
-  ob="$(cd "$workspace" && timeout 120 bazel --block_for_lock=false info output_base \
-    2>/dev/null || true)"
+  ob="$(cd "$workspace" && timeout 120 bazel info output_base 2>/dev/null || true)"
   [ -n "$ob" ] && [ -d "$ob" ] && cache_base="$ob/rxe-vm"
 fi
 [ -n "$cache_base" ] || cache_base="${XDG_CACHE_HOME:-$HOME/.cache}/softfab/rxe-vm"
@@ -129,9 +128,14 @@ until grep -q ACTIVE "$state" 2>/dev/null; do
   sleep 0.1
 done
 echo ready >/ctl/ready
+uptime_s() { cut -d. -f1 /proc/uptime; }
+start=$(uptime_s)
 $h /usr/bin/timeout -k 5 "$tmo" /bin/bash /run/softfab-vm/job.sh \
   >/ctl/stdout 2>/ctl/stderr
-echo $? >/ctl/rc
+rc=$?
+# timeout says 137, not 124, when the command ignored SIGTERM and needed the KILL.
+[ "$rc" = 137 ] && [ $(($(uptime_s) - start)) -ge "$tmo" ] && rc=124
+echo "$rc" >/ctl/rc
 sync
 poweroff -f
 INIT
@@ -147,7 +151,8 @@ prepare() {
   local deb
   deb="$(ls "$cache_base/debs/${kernel_pkg}_"*.deb 2>/dev/null | head -n1 || true)"
   if [ -z "$deb" ]; then
-    (cd "$cache_base/debs" && apt-get download -q -o APT::Sandbox::User="$(id -un)" "$kernel_pkg" >&2) ||
+    (cd "$cache_base/debs" &&
+      apt-get download -q -o APT::Sandbox::User="$(id -un)" "$kernel_pkg" >&2) ||
       die_setup "apt-get download $kernel_pkg failed"
     deb="$(ls "$cache_base/debs/${kernel_pkg}_"*.deb | head -n1)"
   fi
@@ -193,6 +198,11 @@ if [ ! -f "$cache/vmlinuz" ] || [ ! -f "$cache/initrd.img" ]; then
   prepare "$work"
   rm -rf "$cache"
   mv "$work" "$cache"
+  # Older preparations (another kernel, an older harness, an interrupted run) and other
+  # kernels' packages go.
+  for old in "$cache_base"/*-[0-9a-f]*[0-9a-f] "$cache_base"/prepare.* "$cache_base"/debs/*.deb; do
+    case "$old" in "$cache" | "$cache_base/debs/${kernel_pkg}_"*) ;; *) rm -rf "$old" ;; esac
+  done
 fi
 flock -u 9
 exec 9>&-
