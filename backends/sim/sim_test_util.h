@@ -198,6 +198,76 @@ inline bool HasEvent(const std::vector<tp::AsyncEvent>& ev,
   return false;
 }
 
+// Two nodes, default links and limits, master seed `seed`.
+inline SimConfig TwoNodes(uint64_t seed = 7) {
+  SimConfig c;
+  c.nodes = 2;
+  c.master_seed = seed;
+  return c;
+}
+
+// A fabric with an endpoint on each of nodes 0 and 1.
+struct TwoEndpoints {
+  std::unique_ptr<SimFabric> f;
+  Endpoint a, b;
+
+  explicit TwoEndpoints(const SimConfig& c)
+      : f(CreateSimFabric(c)),
+        a(MakeEndpoint(f.get(), 0)),
+        b(MakeEndpoint(f.get(), 1)) {}
+};
+
+// A connected RC pair on nodes 0 and 1.
+struct RcPair : TwoEndpoints {
+  tp::QueuePair* qa = nullptr;
+  tp::QueuePair* qb = nullptr;
+
+  explicit RcPair(const SimConfig& c, const RcParams& p = {},
+                  uint32_t depth = 64)
+      : TwoEndpoints(c) {
+    qa = Must(a.pd->CreateQp(RcInit(a, depth)));
+    qb = Must(b.pd->CreateQp(RcInit(b, depth)));
+    Connect(qa, 0, qb, 1, p);
+  }
+};
+
+// Drives a fresh QP to `s` (RESET, INIT, RTR, RTS, SQD or ERROR).
+inline tp::QueuePair* QpIn(Endpoint& e, tp::QpType type, tp::QpState s) {
+  tp::QpInitAttr init = RcInit(e);
+  init.qp_type = type;
+  tp::QueuePair* qp = Must(e.pd->CreateQp(init));
+  if (s == tp::QpState::kReset) return qp;
+  EXPECT_TRUE(ToInit(qp).ok());
+  if (s == tp::QpState::kError) {
+    tp::QpAttr a;
+    a.qp_state = tp::QpState::kError;
+    EXPECT_TRUE(qp->Modify(a, tp::kQpState).ok());
+    return qp;
+  }
+  if (s == tp::QpState::kInit) return qp;
+  if (type == tp::QpType::kRc) {
+    EXPECT_TRUE(ToRtr(qp, 1, 0x100).ok());
+  } else {
+    tp::QpAttr a;
+    a.qp_state = tp::QpState::kRtr;
+    EXPECT_TRUE(qp->Modify(a, tp::kQpState).ok());
+  }
+  if (s == tp::QpState::kRtr) return qp;
+  if (type == tp::QpType::kRc) {
+    EXPECT_TRUE(ToRts(qp).ok());
+  } else {
+    tp::QpAttr a;
+    a.qp_state = tp::QpState::kRts;
+    a.sq_psn = 1;
+    EXPECT_TRUE(qp->Modify(a, tp::kQpState | tp::kQpSqPsn).ok());
+  }
+  if (s == tp::QpState::kRts) return qp;
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kSqd;
+  EXPECT_TRUE(qp->Modify(a, tp::kQpState).ok());
+  return qp;
+}
+
 }  // namespace softfab::sim::testing
 
 #endif  // SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_

@@ -1,0 +1,261 @@
+// The RC completer (rxe_comp.c): ACKs, NAKs and read responses coming back to
+// the requester, the ACK timeout and RNR timers with their retry counters, and
+// send completions in order (Retire) or in error (ErrorHead).
+#include <cassert>
+#include <cstdint>
+
+#include "backends/sim/internal/fabric.h"
+
+namespace softfab::sim::internal {
+
+namespace {
+
+// The IB min_rnr_timer encodings (5 bits) in ns: 0 = 655.36 ms, 1 = 0.01 ms ...
+// 31 = 491.52 ms.
+constexpr uint64_t kRnrTimerNs[32] = {
+    655360000, 10000,     20000,     30000,    40000,    60000,    80000,
+    120000,    160000,    240000,    320000,   480000,   640000,   960000,
+    1280000,   1920000,   2560000,   3840000,  5120000,  7680000,  10240000,
+    15360000,  20480000,  30720000,  40960000, 61440000, 81920000, 122880000,
+    163840000, 245760000, 327680000, 491520000};
+
+}  // namespace
+
+void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
+  if (qp->attr_.qp_state != QpState::kRts &&
+      qp->attr_.qp_state != QpState::kSqd)
+    return;
+  if (ev.op == PktOp::kReadResp) {
+    SendWqe* w = qp->FindWqe(ev.wqe_seq);
+    if (w == nullptr || w->opcode != WrOpcode::kRdmaRead ||
+        ev.psn != PsnAdd(w->first_psn, w->read_done)) {
+      return;  // stale or out of order: the ack timer recovers.
+    }
+    qp->ImplicitAck(w->first_psn);
+    QpImpl* resp_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
+    const uint8_t* src =
+        resp_qp ? RemoteTarget(resp_qp, w->rkey, w->remote_addr, w->length,
+                               transport::kAccessRemoteRead)
+                : nullptr;
+    if (src == nullptr) return;  // responder MR vanished: treat as lost
+    const Sge* sges = qp->SendSges(ev.wqe_seq);
+    if (w->mr_checked != qp->dev_->mr_epoch_ + 1 &&
+        CheckSges(qp->dev_, qp->pd_, sges, w->num_sge,
+                  transport::kAccessLocalWrite) < 0) {
+      w->error = WcStatus::kLocProtErr;
+      qp->Retire();
+      return;
+    }
+    PlaceBytes(sges, w->num_sge, ev.offset, src + ev.offset, ev.length,
+               /*src_private=*/false);
+    ++w->read_done;
+    // A valid response is forward progress: retry_cnt counts timeouts in a
+    // row without any (so a long READ over a lossy link is not failed for
+    // needing more than retry_cnt rounds in total).
+    qp->retry_left_ = qp->attr_.retry_cnt;
+    if (w->read_done == w->npkts) {
+      qp->ImplicitAck(PsnAdd(w->first_psn, w->npkts));
+      qp->retry_left_ = qp->attr_.retry_cnt;
+      qp->Retire();
+      qp->ArmTimer();
+      qp->Pump();
+    }
+    return;
+  }
+  const Syndrome syn = static_cast<Syndrome>(ev.syndrome);
+  if (PsnDiff(ev.psn, qp->next_psn_) >= 0)
+    return;  // acknowledges nothing we sent
+  switch (syn) {
+    case Syndrome::kAck: {
+      const uint32_t before = qp->una_psn_;
+      qp->ImplicitAck(PsnAdd(ev.psn, 1));
+      if (qp->una_psn_ != before) {
+        qp->retry_left_ = qp->attr_.retry_cnt;
+        qp->rnr_left_ = qp->attr_.rnr_retry;
+      }
+      qp->Retire();
+      qp->ArmTimer();
+      qp->Pump();
+      return;
+    }
+    case Syndrome::kNakSeq:
+      if (PsnDiff(ev.psn, qp->una_psn_) < 0) return;  // stale
+      qp->ImplicitAck(ev.psn);
+      qp->Retire();
+      if (qp->attr_.qp_state == QpState::kError || qp->rnr_wait_) return;
+      ++stats_.retransmits;
+      qp->GoBack(ev.psn);
+      qp->Pump();
+      return;
+    case Syndrome::kNakRnr: {
+      if (PsnDiff(ev.psn, qp->una_psn_) < 0 || qp->rnr_wait_) return;
+      qp->ImplicitAck(ev.psn);
+      qp->Retire();
+      if (qp->attr_.qp_state == QpState::kError) return;
+      if (qp->attr_.rnr_retry != 7) {
+        if (qp->rnr_left_ == 0) {
+          qp->ErrorHead(WcStatus::kRnrRetryExcErr, kVendorRnr);
+          return;
+        }
+        --qp->rnr_left_;
+      }
+      qp->rnr_wait_ = true;
+      qp->timer_deadline_ns_ = 0;
+      ScheduleQpTimer(EvKind::kRnrTimer, qp->dev_->node_, qp->qp_num(),
+                      now_ns_ + kRnrTimerNs[ev.aux & 31], ev.psn);
+      return;
+    }
+    case Syndrome::kNakInvReq:
+    case Syndrome::kNakRemAccess:
+    case Syndrome::kNakRemOp: {
+      if (PsnDiff(ev.psn, qp->una_psn_) < 0) return;
+      qp->ImplicitAck(ev.psn);
+      qp->Retire();
+      if (qp->attr_.qp_state == QpState::kError) return;
+      const WcStatus st = syn == Syndrome::kNakInvReq ? WcStatus::kRemInvReqErr
+                          : syn == Syndrome::kNakRemAccess
+                              ? WcStatus::kRemAccessErr
+                              : WcStatus::kRemOpErr;
+      qp->ErrorHead(st, kVendorRemote);
+      return;
+    }
+  }
+}
+
+void FabricImpl::OnAckTimer(const Ev& ev) {
+  Record(TraceKind::kAckTimeout, ev, 0);
+  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+  if (qp == nullptr) return;
+  qp->timer_pending_ = false;
+  const QpState s = qp->attr_.qp_state;
+  if (qp->timer_deadline_ns_ == 0 || (s != QpState::kRts && s != QpState::kSqd))
+    return;
+  if (now_ns_ < qp->timer_deadline_ns_) {
+    qp->timer_pending_ = true;
+    ScheduleQpTimer(EvKind::kAckTimer, ev.dst_node, ev.dst_qpn,
+                    qp->timer_deadline_ns_, 0);
+    return;
+  }
+  if (qp->sq_head_ >= qp->sq_assigned_) {
+    qp->timer_deadline_ns_ = 0;
+    return;
+  }
+  if (qp->retry_left_ == 0) {
+    qp->ErrorHead(WcStatus::kRetryExcErr, kVendorRetry);
+    return;
+  }
+  --qp->retry_left_;
+  ++stats_.retransmits;
+  qp->timer_deadline_ns_ = 0;
+  // Back to the oldest incomplete WR (not una_psn_: a read whose responses
+  // were lost may lie before it); the responder discards what it already
+  // has.
+  qp->GoBack(qp->Slot(qp->sq_head_).first_psn);
+  qp->Pump();
+}
+
+void FabricImpl::OnRnrTimer(const Ev& ev) {
+  Record(TraceKind::kRnrTimer, ev, 0);
+  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+  if (qp == nullptr || !qp->rnr_wait_) return;
+  qp->rnr_wait_ = false;
+  if (qp->attr_.qp_state != QpState::kRts &&
+      qp->attr_.qp_state != QpState::kSqd)
+    return;
+  ++stats_.retransmits;
+  qp->GoBack(ev.psn);
+  qp->Pump();
+}
+
+void QpImpl::CompleteSend(const SendWqe& w, WcStatus status,
+                          uint32_t vendor_err) {
+  WorkCompletion wc{};
+  wc.wr_id = w.wr_id;
+  wc.status = status;
+  wc.qp_num = qp_num();
+  if (status == WcStatus::kSuccess) {
+    switch (w.opcode) {
+      case WrOpcode::kRdmaWrite:
+      case WrOpcode::kRdmaWriteWithImm:
+        wc.opcode = WcOpcode::kRdmaWrite;
+        break;
+      case WrOpcode::kRdmaRead:
+        wc.opcode = WcOpcode::kRdmaRead;
+        wc.byte_len = static_cast<uint32_t>(w.length);
+        break;
+      default:
+        wc.opcode = WcOpcode::kSend;
+    }
+  } else {
+    wc.vendor_err = vendor_err;
+  }
+  dev_->fabric_->Completed(send_cq_, wc, this);
+}
+
+void QpImpl::ImplicitAck(uint32_t psn_next) {
+  if (PsnDiff(psn_next, una_psn_) > 0 && PsnDiff(psn_next, next_psn_) <= 0) {
+    una_psn_ = psn_next;
+  }
+}
+
+void QpImpl::Retire() {
+  assert(sq_head_ <= sq_assigned_ && sq_assigned_ <= sq_tail_);
+  assert(sq_tail_ - sq_head_ <= sq_depth_);
+  while (sq_head_ < sq_assigned_) {
+    SendWqe& w = Slot(sq_head_);
+    if (w.error != WcStatus::kSuccess) {
+      ErrorHead(w.error, kVendorLocal);
+      return;
+    }
+    bool done;
+    if (init_.qp_type == QpType::kUd) {
+      done = w.done;
+    } else if (w.opcode == WrOpcode::kRdmaRead) {
+      done = w.read_done == w.npkts;
+    } else {
+      done = PsnDiff(PsnAdd(w.first_psn, w.npkts), una_psn_) <= 0;
+    }
+    if (!done) break;
+    ++sq_head_;
+    if (Signaled(w)) CompleteSend(w, WcStatus::kSuccess, 0);
+    if (attr_.qp_state == QpState::kError)
+      return;  // the completion overran its CQ
+  }
+  if (attr_.qp_state == QpState::kSqd && sq_head_ == sq_assigned_ &&
+      !drained_reported_) {
+    drained_reported_ = true;
+    if (attr_.en_sqd_async_notify)
+      dev_->Raise(AsyncEventType::kSqDrained, qp_num(), 0, 0);
+  }
+}
+
+void QpImpl::ArmTimer() {
+  const uint64_t to = AckTimeoutNs();
+  FabricImpl* f = dev_->fabric_;
+  if (to == 0 || rnr_wait_ || sq_head_ >= sq_assigned_) {
+    timer_deadline_ns_ = 0;
+    return;
+  }
+  timer_deadline_ns_ = f->now() + to;
+  if (!timer_pending_) {
+    timer_pending_ = true;
+    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
+                       timer_deadline_ns_, 0);
+  }
+}
+
+void QpImpl::ErrorHead(WcStatus status, uint32_t vendor_err) {
+  if (sq_head_ < sq_tail_) {
+    const SendWqe w = Slot(sq_head_);
+    ++sq_head_;
+    if (init_.qp_type == QpType::kUd) {
+      CompleteSend(w, status, vendor_err);
+      if (attr_.qp_state != QpState::kError) ToSqe();
+      return;
+    }
+    CompleteSend(w, status, vendor_err);
+  }
+  ToError();
+}
+
+}  // namespace softfab::sim::internal

@@ -1,0 +1,393 @@
+// Queue pair state (rxe_qp.c): creation, the kernel's qp_state_table with the
+// required and optional attributes of each transition, Modify and Query, the
+// move to ERROR or SQE with its flush, RESET, and Destroy.
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+#include "backends/sim/internal/fabric.h"
+
+namespace softfab::sim::internal {
+
+QpImpl::QpImpl(DeviceImpl* dev, PdImpl* pd, uint32_t index,
+               const QpInitAttr& init, uint32_t send_sge_max,
+               uint32_t inline_max)
+    : dev_(dev),
+      pd_(pd),
+      index_(index),
+      init_(init),
+      send_cq_(static_cast<CqImpl*>(init.send_cq)),
+      recv_cq_(static_cast<CqImpl*>(init.recv_cq)),
+      srq_(static_cast<SrqImpl*>(init.srq)),
+      send_sge_max_(send_sge_max),
+      inline_max_(inline_max),
+      sq_depth_(std::max<uint32_t>(init.cap.max_send_wr, 1)),
+      sq_mask_(RingSize(sq_depth_) - 1) {
+  sq_.assign(sq_mask_ + 1, SendWqe{});
+  sq_sges_.assign((sq_mask_ + 1) * send_sge_max_, Sge{});
+  sq_inline_.assign((sq_mask_ + 1) * inline_max_, 0);
+  if (srq_ == nullptr) {
+    rq_.Init(std::max<uint32_t>(init.cap.max_recv_wr, 1),
+             init.cap.max_recv_sge);
+    active_sges_.resize(init.cap.max_recv_sge);
+  } else {
+    active_sges_.resize(srq_->ring_.sge_max());
+  }
+  attr_.cap = init.cap;
+  attr_.port_num = 1;
+  path_mtu_bytes_ = ComputePathMtuBytes();
+}
+
+uint32_t QpImpl::ComputePathMtuBytes() const {
+  return std::min(transport::MtuBytes(attr_.path_mtu),
+                  dev_->fabric_->PathMtu(dev_->node_, dest_node_));
+}
+
+void QpImpl::FlushSend() {
+  // Completions may overrun the CQ and re-enter ToError; sq_head_ advances
+  // first.
+  while (sq_head_ < sq_tail_) {
+    const SendWqe w = Slot(sq_head_);
+    ++sq_head_;
+    CompleteSend(w, WcStatus::kWrFlushErr, kVendorFlush);
+  }
+  sq_assigned_ = tx_wqe_ = sq_tail_;
+  tx_pkt_ = 0;
+}
+
+void QpImpl::FlushRecv() {
+  if (recv_active_) {
+    recv_active_ = false;
+    CompleteRecvError(active_.wr_id, WcStatus::kWrFlushErr, kVendorFlush);
+  }
+  if (srq_ != nullptr)
+    return;  // an SRQ's requests belong to the SRQ, not to this QP
+  RecvWqe r;
+  while (rq_.Pop(&r, active_sges_.data())) {
+    CompleteRecvError(r.wr_id, WcStatus::kWrFlushErr, kVendorFlush);
+  }
+}
+
+void QpImpl::ToError() {
+  if (attr_.qp_state == QpState::kError) return;
+  attr_.qp_state = QpState::kError;
+  rnr_wait_ = false;
+  timer_deadline_ns_ = 0;
+  FlushSend();
+  FlushRecv();
+  if (srq_ != nullptr && !last_wqe_reported_) {
+    last_wqe_reported_ = true;
+    dev_->Raise(AsyncEventType::kQpLastWqeReached, qp_num(), 0, 0);
+  }
+}
+
+void QpImpl::ToSqe() {
+  attr_.qp_state = QpState::kSqe;
+  tx_blocked_ = false;
+  FlushSend();
+}
+
+void QpImpl::DiscardAll() {
+  // Sequence numbers keep counting, so packets still on the wire never match a
+  // new WR.
+  sq_head_ = sq_assigned_ = tx_wqe_ = sq_tail_;
+  tx_pkt_ = 0;
+  rq_.Clear();
+  recv_active_ = false;
+  rnr_wait_ = false;
+  tx_blocked_ = false;
+  timer_deadline_ns_ = 0;
+  nak_sent_ = false;
+  last_wqe_reported_ = false;
+  drained_reported_ = false;
+}
+
+namespace {
+
+// The kernel's qp_state_table, for RC (index 0) and UD (index 1).
+struct Transition {
+  bool valid;
+  uint32_t req[2];
+  uint32_t opt[2];
+};
+
+constexpr uint32_t kRtsOptRc =
+    transport::kQpCurState | transport::kQpAltPath | transport::kQpAccessFlags |
+    transport::kQpMinRnrTimer | transport::kQpPathMigState;
+constexpr uint32_t kUdOpt = transport::kQpCurState | transport::kQpQkey;
+
+constexpr Transition
+    kTable[transport::kQpStateCount][transport::kQpStateCount] = {
+        // from RESET
+        {{true, {0, 0}, {0, 0}},
+         {true,
+          {transport::kQpPkeyIndex | transport::kQpPort |
+               transport::kQpAccessFlags,
+           transport::kQpPkeyIndex | transport::kQpPort | transport::kQpQkey},
+          {0, 0}},
+         {},
+         {},
+         {},
+         {},
+         {}},
+        // from INIT
+        {{true, {0, 0}, {0, 0}},
+         {true,
+          {0, 0},
+          {transport::kQpPkeyIndex | transport::kQpPort |
+               transport::kQpAccessFlags,
+           transport::kQpPkeyIndex | transport::kQpPort | transport::kQpQkey}},
+         {true,
+          {transport::kQpAv | transport::kQpPathMtu | transport::kQpDestQpn |
+               transport::kQpRqPsn | transport::kQpMaxDestRdAtomic |
+               transport::kQpMinRnrTimer,
+           0},
+          {transport::kQpAltPath | transport::kQpAccessFlags |
+               transport::kQpPkeyIndex,
+           transport::kQpPkeyIndex | transport::kQpQkey}},
+         {},
+         {},
+         {},
+         {true, {0, 0}, {0, 0}}},
+        // from RTR
+        {{true, {0, 0}, {0, 0}},
+         {},
+         {},
+         {true,
+          {transport::kQpSqPsn | transport::kQpTimeout |
+               transport::kQpRetryCnt | transport::kQpRnrRetry |
+               transport::kQpMaxQpRdAtomic,
+           transport::kQpSqPsn},
+          {kRtsOptRc, kUdOpt}},
+         {},
+         {},
+         {true, {0, 0}, {0, 0}}},
+        // from RTS
+        {{true, {0, 0}, {0, 0}},
+         {},
+         {},
+         {true, {0, 0}, {kRtsOptRc, kUdOpt}},
+         {true,
+          {0, 0},
+          {transport::kQpEnSqdAsyncNotify, transport::kQpEnSqdAsyncNotify}},
+         {},
+         {true, {0, 0}, {0, 0}}},
+        // from SQD
+        {{true, {0, 0}, {0, 0}},
+         {},
+         {},
+         {true, {0, 0}, {kRtsOptRc, kUdOpt}},
+         {true,
+          {0, 0},
+          {transport::kQpPort | transport::kQpAv | transport::kQpAltPath |
+               transport::kQpAccessFlags | transport::kQpPkeyIndex |
+               transport::kQpMinRnrTimer | transport::kQpPathMigState |
+               transport::kQpTimeout | transport::kQpRetryCnt |
+               transport::kQpRnrRetry | transport::kQpMaxQpRdAtomic |
+               transport::kQpMaxDestRdAtomic,
+           transport::kQpPkeyIndex | transport::kQpQkey}},
+         {},
+         {true, {0, 0}, {0, 0}}},
+        // from SQE
+        {{true, {0, 0}, {0, 0}},
+         {},
+         {},
+         {true, {0, 0}, {0, kUdOpt}},
+         {},
+         {},
+         {true, {0, 0}, {0, 0}}},
+        // from ERROR
+        {{true, {0, 0}, {0, 0}}, {}, {}, {}, {}, {}, {true, {0, 0}, {0, 0}}},
+};
+
+}  // namespace
+
+Status QpImpl::Modify(const QpAttr& attr, uint32_t mask) {
+  if (mask & ~transport::kQpAttrMaskAll)
+    return InvalidArgument("unknown attribute mask bits");
+  const QpState cur = attr_.qp_state;
+  if ((mask & transport::kQpCurState) && attr.cur_qp_state != cur) {
+    return InvalidArgument("cur_qp_state does not match the QP's state");
+  }
+  if ((mask & transport::kQpCurState) && cur != QpState::kRtr &&
+      cur != QpState::kRts && cur != QpState::kSqd && cur != QpState::kSqe) {
+    return InvalidArgument(
+        "cur_qp_state is only accepted from RTR, RTS, SQD or SQE");
+  }
+  const QpState next = (mask & transport::kQpState) ? attr.qp_state : cur;
+  if (static_cast<uint32_t>(next) >= transport::kQpStateCount) {
+    return InvalidArgument("unknown qp_state");
+  }
+  const Transition& t = kTable[static_cast<int>(cur)][static_cast<int>(next)];
+  if (!t.valid) return InvalidArgument("illegal QP state transition");
+  const int type = init_.qp_type == QpType::kRc ? 0 : 1;
+  if ((mask & t.req[type]) != t.req[type]) {
+    return InvalidArgument(
+        "a required attribute for this transition is missing");
+  }
+  if (mask & ~(t.req[type] | t.opt[type] | transport::kQpState)) {
+    return InvalidArgument(
+        "an attribute not allowed for this transition was given");
+  }
+  // Value checks before anything changes.
+  FabricImpl* f = dev_->fabric_;
+  if ((mask & transport::kQpPort) && attr.port_num != 1)
+    return InvalidArgument("bad port");
+  if ((mask & transport::kQpPkeyIndex) && attr.pkey_index != 0) {
+    return InvalidArgument("bad pkey_index");
+  }
+  if ((mask & transport::kQpAccessFlags) &&
+      (attr.qp_access_flags & ~transport::kAccessAll)) {
+    return InvalidArgument("unknown access flags");
+  }
+  if ((mask & transport::kQpPathMtu) &&
+      (static_cast<uint32_t>(attr.path_mtu) < 1 ||
+       static_cast<uint32_t>(attr.path_mtu) > 5)) {
+    return InvalidArgument("bad path_mtu");
+  }
+  if ((mask & transport::kQpTimeout) && attr.timeout > 31) {
+    return InvalidArgument("timeout > 31");
+  }
+  if ((mask & transport::kQpRetryCnt) && attr.retry_cnt > 7) {
+    return InvalidArgument("retry_cnt > 7");
+  }
+  if ((mask & transport::kQpRnrRetry) && attr.rnr_retry > 7) {
+    return InvalidArgument("rnr_retry > 7");
+  }
+  if ((mask & transport::kQpMinRnrTimer) && attr.min_rnr_timer > 31) {
+    return InvalidArgument("min_rnr_timer > 31");
+  }
+  if ((mask & transport::kQpDestQpn) && attr.dest_qp_num > kPsnMask) {
+    return InvalidArgument("dest_qp_num beyond 24 bits");
+  }
+  int32_t av_node = dest_node_;
+  if (mask & transport::kQpAv) {
+    av_node = NodeOfAh(f, attr.ah_attr);
+    if (av_node < 0) return InvalidArgument("ah_attr names no reachable port");
+  }
+  // Apply.
+  if (mask & transport::kQpAccessFlags)
+    attr_.qp_access_flags = attr.qp_access_flags;
+  if (mask & transport::kQpPkeyIndex) attr_.pkey_index = attr.pkey_index;
+  if (mask & transport::kQpPort) attr_.port_num = attr.port_num;
+  if (mask & transport::kQpQkey) attr_.qkey = attr.qkey;
+  if (mask & transport::kQpAv) {
+    attr_.ah_attr = attr.ah_attr;
+    dest_node_ = av_node;
+  }
+  if (mask & transport::kQpPathMtu) attr_.path_mtu = attr.path_mtu;
+  if (mask & transport::kQpTimeout) attr_.timeout = attr.timeout;
+  if (mask & transport::kQpRetryCnt) {
+    attr_.retry_cnt = attr.retry_cnt;
+    retry_left_ = attr.retry_cnt;
+  }
+  if (mask & transport::kQpRnrRetry) {
+    attr_.rnr_retry = attr.rnr_retry;
+    rnr_left_ = attr.rnr_retry;
+  }
+  if (mask & transport::kQpRqPsn) {
+    attr_.rq_psn = attr.rq_psn & kPsnMask;  // the kernel masks to 24 bits
+    epsn_ = attr_.rq_psn;
+  }
+  if (mask & transport::kQpSqPsn) {
+    attr_.sq_psn = attr.sq_psn & kPsnMask;
+    next_psn_ = una_psn_ = attr_.sq_psn;
+  }
+  if (mask & transport::kQpMaxQpRdAtomic)
+    attr_.max_rd_atomic = attr.max_rd_atomic;
+  if (mask & transport::kQpMaxDestRdAtomic)
+    attr_.max_dest_rd_atomic = attr.max_dest_rd_atomic;
+  if (mask & transport::kQpMinRnrTimer)
+    attr_.min_rnr_timer = attr.min_rnr_timer;
+  if (mask & transport::kQpDestQpn) attr_.dest_qp_num = attr.dest_qp_num;
+  if (mask & transport::kQpEnSqdAsyncNotify) {
+    attr_.en_sqd_async_notify = attr.en_sqd_async_notify;
+  }
+  path_mtu_bytes_ = ComputePathMtuBytes();
+  if (next == cur) return Status::Ok();
+  switch (next) {
+    case QpState::kReset:
+      DiscardAll();
+      attr_.qp_state = QpState::kReset;
+      return Status::Ok();
+    case QpState::kError:
+      ToError();
+      return Status::Ok();
+    case QpState::kSqd:
+      attr_.qp_state = QpState::kSqd;
+      drained_reported_ = false;
+      Retire();
+      return Status::Ok();
+    case QpState::kRts:
+      attr_.qp_state = QpState::kRts;
+      Pump();
+      return Status::Ok();
+    default:
+      attr_.qp_state = next;
+      return Status::Ok();
+  }
+}
+
+Status QpImpl::Query(QpAttr* attr, QpInitAttr* init_attr) const {
+  if (attr == nullptr) return InvalidArgument("attr is null");
+  *attr = attr_;
+  attr->cur_qp_state = attr_.qp_state;
+  attr->sq_draining =
+      attr_.qp_state == QpState::kSqd && sq_head_ < sq_assigned_;
+  if (init_attr != nullptr) *init_attr = init_;
+  return Status::Ok();
+}
+
+Status QpImpl::Destroy() {
+  DeviceImpl* d = dev_;
+  send_cq_->refs_--;
+  recv_cq_->refs_--;
+  if (srq_ != nullptr) srq_->refs_--;
+  pd_->refs_--;
+  d->qps_[index_].reset();  // deletes this
+  return Status::Ok();
+}
+
+StatusOr<QueuePair*> PdImpl::CreateQp(const QpInitAttr& attr) {
+  const SimConfig& c = dev_->fabric_->config();
+  if (attr.qp_type != QpType::kRc && attr.qp_type != QpType::kUd) {
+    return InvalidArgument("only RC and UD QPs");
+  }
+  if (attr.send_cq == nullptr || attr.recv_cq == nullptr)
+    return InvalidArgument("CQ is null");
+  auto* scq = static_cast<CqImpl*>(attr.send_cq);
+  auto* rcq = static_cast<CqImpl*>(attr.recv_cq);
+  if (scq->dev_ != dev_ || rcq->dev_ != dev_)
+    return InvalidArgument("CQ of another device");
+  auto* srq = static_cast<SrqImpl*>(attr.srq);
+  if (srq != nullptr && srq->dev_ != dev_)
+    return InvalidArgument("SRQ of another device");
+  const QpCap& cap = attr.cap;
+  if (cap.max_send_wr == 0 ||
+      cap.max_send_wr > static_cast<uint32_t>(c.max_qp_wr) ||
+      cap.max_send_sge > static_cast<uint32_t>(c.max_sge) ||
+      cap.max_inline_data > c.max_inline_data) {
+    return InvalidArgument("send queue capabilities out of range");
+  }
+  if (srq == nullptr && (cap.max_recv_wr == 0 ||
+                         cap.max_recv_wr > static_cast<uint32_t>(c.max_qp_wr) ||
+                         cap.max_recv_sge > static_cast<uint32_t>(c.max_sge))) {
+    return InvalidArgument("receive queue capabilities out of range");
+  }
+  const uint32_t index = static_cast<uint32_t>(dev_->qps_.size());
+  if (index + kQpnBase > kPsnMask) return NoMemory("QP numbers exhausted");
+  QpInitAttr init = attr;
+  if (srq != nullptr) {
+    init.cap.max_recv_wr = 0;
+    init.cap.max_recv_sge = 0;
+  }
+  dev_->qps_.push_back(std::make_unique<QpImpl>(
+      dev_, this, index, init, cap.max_send_sge, cap.max_inline_data));
+  ++refs_;
+  ++scq->refs_;
+  ++rcq->refs_;
+  if (srq != nullptr) ++srq->refs_;
+  return static_cast<QueuePair*>(dev_->qps_.back().get());
+}
+
+}  // namespace softfab::sim::internal

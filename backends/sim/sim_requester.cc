@@ -1,0 +1,254 @@
+// The requester (rxe_req.c): post send (checks, WQE copy, inline data), and
+// Pump, which starts WRs in order (fence, max_rd_atomic, local checks), gives
+// them PSNs and transmits their packets; GoBack rewinds it for a retry.
+#include <algorithm>
+#include <cassert>
+#include <cstdint>
+#include <cstring>
+
+#include "backends/sim/internal/fabric.h"
+
+namespace softfab::sim::internal {
+
+void QpImpl::GoBack(uint32_t psn) {
+  for (uint64_t i = sq_head_; i < sq_assigned_; ++i) {
+    const SendWqe& w = Slot(i);
+    const int32_t d = PsnDiff(psn, w.first_psn);
+    if (d >= 0 && d < static_cast<int32_t>(w.npkts)) {
+      tx_wqe_ = i;
+      tx_pkt_ = w.opcode == WrOpcode::kRdmaRead ? 0 : static_cast<uint32_t>(d);
+      return;
+    }
+  }
+  tx_wqe_ = sq_assigned_;
+  tx_pkt_ = 0;
+}
+
+void QpImpl::Pump() {
+  assert(sq_head_ <= tx_wqe_ || tx_wqe_ >= sq_assigned_ ||
+         sq_head_ == sq_tail_);
+  assert(tx_wqe_ <= sq_tail_ && sq_assigned_ <= sq_tail_);
+  const QpState s = attr_.qp_state;
+  if ((s != QpState::kRts && s != QpState::kSqd) || rnr_wait_) return;
+  FabricImpl* f = dev_->fabric_;
+  bool sent = false;
+  const uint32_t mtu = PathMtuBytes();
+  // Retransmissions may still run below a WR that failed its local checks;
+  // nothing at or after it is sent.
+  while (tx_wqe_ < sq_tail_ && !(tx_blocked_ && tx_wqe_ >= blocked_at_)) {
+    SendWqe& w = Slot(tx_wqe_);
+    if (tx_wqe_ == sq_assigned_) {
+      if (s == QpState::kSqd) break;
+      // A fenced WR waits until every earlier RDMA READ has completed; a READ
+      // waits while max_rd_atomic reads are outstanding (the responder's
+      // resources, IB C9-150).
+      if ((w.send_flags & transport::kSendFence) ||
+          w.opcode == WrOpcode::kRdmaRead) {
+        uint32_t reads_outstanding = 0;
+        for (uint64_t i = sq_head_; i < tx_wqe_; ++i) {
+          const SendWqe& r = Slot(i);
+          if (r.opcode == WrOpcode::kRdmaRead && r.read_done != r.npkts)
+            ++reads_outstanding;
+        }
+        if ((w.send_flags & transport::kSendFence) && reads_outstanding > 0)
+          break;
+        if (w.opcode == WrOpcode::kRdmaRead &&
+            reads_outstanding >= std::max<uint32_t>(attr_.max_rd_atomic, 1)) {
+          break;
+        }
+      }
+      // Local checks the HCA makes as it starts the WR.
+      WcStatus err = WcStatus::kSuccess;
+      if (!(w.send_flags & transport::kSendInline)) {
+        const uint32_t need =
+            w.opcode == WrOpcode::kRdmaRead ? transport::kAccessLocalWrite : 0;
+        if (CheckSges(dev_, pd_, SendSges(tx_wqe_), w.num_sge, need) < 0) {
+          err = WcStatus::kLocProtErr;
+        } else {
+          w.mr_checked = dev_->mr_epoch_ + 1;
+        }
+      }
+      if (init_.qp_type == QpType::kUd && err == WcStatus::kSuccess) {
+        if (w.length > f->PathMtu(dev_->node_, w.ud_node) ||
+            w.length > transport::MtuBytes(f->config().active_mtu)) {
+          err = WcStatus::kLocLenErr;
+        }
+      }
+      if (err != WcStatus::kSuccess) {
+        w.error = err;
+        tx_blocked_ = true;
+        blocked_at_ = tx_wqe_;
+        // It completes in error (and the QP leaves RTS) once every WR before it
+        // has completed: Retire reaches it in order.
+        ++sq_assigned_;
+        break;
+      }
+      w.first_psn = next_psn_;
+      if (init_.qp_type == QpType::kUd) {
+        w.npkts = 1;
+      } else {
+        w.npkts = w.length == 0
+                      ? 1
+                      : static_cast<uint32_t>((w.length + mtu - 1) / mtu);
+      }
+      next_psn_ = PsnAdd(next_psn_, w.npkts);
+      ++sq_assigned_;
+      tx_pkt_ = 0;
+    }
+    Ev p{};
+    p.src_node = dev_->node_;
+    p.src_qpn = qp_num();
+    p.wqe_seq = w.seq;
+    if (init_.qp_type == QpType::kUd) {
+      p.op = PktOp::kUdSend;
+      p.dst_node = w.ud_node;
+      p.dst_qpn = w.ud_qpn;
+      p.psn = w.ud_qkey;
+      p.length = static_cast<uint32_t>(w.length);
+      if (w.opcode == WrOpcode::kSendWithImm) {
+        p.flags = kPktImm;
+        p.offset = w.imm;
+      }
+      p.aux = f->UdAlloc(w.length);
+      if (w.send_flags & transport::kSendInline) {
+        std::memcpy(f->Ud(p.aux).bytes.data(), InlineData(tx_wqe_), w.length);
+      } else {
+        Gather(SendSges(tx_wqe_), w.num_sge, 0, f->Ud(p.aux).bytes.data(),
+               w.length);
+      }
+      const uint64_t seq = w.seq;
+      f->Transmit(p, p.length);
+      Ev done{};
+      done.kind = EvKind::kUdSendDone;
+      done.src_node = dev_->node_;
+      done.src_qpn = qp_num();
+      done.wqe_seq = seq;
+      f->Schedule(std::max(f->now(), f->node(dev_->node_).port_free_ns), done);
+      ++tx_wqe_;
+      continue;
+    }
+    p.dst_node = dest_node_;
+    p.dst_qpn = attr_.dest_qp_num;
+    const bool imm = w.opcode == WrOpcode::kSendWithImm ||
+                     w.opcode == WrOpcode::kRdmaWriteWithImm;
+    if (w.opcode == WrOpcode::kRdmaRead) {
+      p.op = PktOp::kReadReq;
+      p.psn = w.first_psn;
+      p.aux = w.npkts;
+      p.offset = w.length;  // the read length travels in `offset`
+      p.flags = kPktFirst | kPktLast;
+      f->Transmit(p, 16);
+      sent = true;
+      ++tx_wqe_;
+      tx_pkt_ = 0;
+      continue;
+    }
+    p.op = (w.opcode == WrOpcode::kSend || w.opcode == WrOpcode::kSendWithImm)
+               ? PktOp::kSend
+               : PktOp::kWrite;
+    for (; tx_pkt_ < w.npkts; ++tx_pkt_) {
+      p.psn = PsnAdd(w.first_psn, tx_pkt_);
+      p.offset = static_cast<uint64_t>(tx_pkt_) * mtu;
+      p.length =
+          static_cast<uint32_t>(std::min<uint64_t>(w.length - p.offset, mtu));
+      p.flags = static_cast<uint8_t>((tx_pkt_ == 0 ? kPktFirst : 0) |
+                                     (tx_pkt_ + 1 == w.npkts ? kPktLast : 0) |
+                                     (imm ? kPktImm : 0));
+      f->Transmit(p, p.length);
+    }
+    sent = true;
+    ++tx_wqe_;
+    tx_pkt_ = 0;
+  }
+  if (sent && (timer_deadline_ns_ == 0)) ArmTimer();
+  if (tx_blocked_) Retire();
+}
+
+Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
+  if (bad_wr != nullptr) *bad_wr = nullptr;
+  for (; wr != nullptr; wr = wr->next) {
+    Status s;
+    const QpState st = attr_.qp_state;
+    const bool is_ud = init_.qp_type == QpType::kUd;
+    uint64_t total = 0;
+    int32_t ud_node = -1;
+    if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) {
+      s = InvalidArgument("post_send needs RTS, SQD, SQE or ERROR");
+    } else if (static_cast<uint32_t>(wr->opcode) >
+               static_cast<uint32_t>(WrOpcode::kRdmaRead)) {
+      s = InvalidArgument("unknown opcode");
+    } else if (is_ud && wr->opcode != WrOpcode::kSend &&
+               wr->opcode != WrOpcode::kSendWithImm) {
+      s = InvalidArgument("UD supports SEND and SEND_WITH_IMM only");
+    } else if (wr->send_flags & ~transport::kSendFlagsAll) {
+      s = InvalidArgument("unknown send flags");
+    } else if (wr->num_sge < 0 ||
+               static_cast<uint32_t>(wr->num_sge) > send_sge_max_) {
+      s = InvalidArgument("num_sge exceeds max_send_sge");
+    } else if (wr->num_sge > 0 && wr->sg_list == nullptr) {
+      s = InvalidArgument("sg_list is null");
+    } else if ((sq_tail_ - sq_head_) >= sq_depth_) {
+      s = NoMemory("send queue full");
+    } else {
+      for (int i = 0; i < wr->num_sge; ++i) total += SgeLength(wr->sg_list[i]);
+      if (wr->send_flags & transport::kSendInline) {
+        if (wr->opcode == WrOpcode::kRdmaRead) {
+          s = InvalidArgument("INLINE with RDMA_READ");
+        } else if (total > inline_max_) {
+          s = InvalidArgument("inline data exceeds max_inline_data");
+        }
+      }
+      if (s.ok() && is_ud) {
+        const AhImpl* ah = static_cast<const AhImpl*>(wr->ud.ah);
+        if (ah == nullptr) {
+          s = InvalidArgument("UD send without an address handle");
+        } else if (ah->pd_ != pd_) {
+          s = InvalidArgument("address handle from another PD");
+        } else {
+          ud_node = ah->node_;
+        }
+      }
+      if (s.ok() && total > kSgeZeroLength)
+        s = InvalidArgument("message longer than 2^31");
+    }
+    if (!s.ok()) {
+      if (bad_wr != nullptr) *bad_wr = wr;
+      Pump();  // the requests before the bad one are posted and start
+      return s;
+    }
+    const uint64_t idx = sq_tail_;
+    SendWqe& w = Slot(idx);
+    w = SendWqe{};
+    w.wr_id = wr->wr_id;
+    w.seq = idx;
+    w.length = total;
+    w.remote_addr = wr->rdma.remote_addr;
+    w.rkey = wr->rdma.rkey;
+    w.imm = wr->imm_data;
+    w.ud_qpn = wr->ud.remote_qpn;
+    w.ud_qkey = wr->ud.remote_qkey;
+    w.ud_node = ud_node;
+    w.num_sge = static_cast<uint32_t>(wr->num_sge);
+    w.opcode = wr->opcode;
+    w.send_flags = wr->send_flags;
+    w.error = WcStatus::kSuccess;
+    Sge* sges = &sq_sges_[(idx & sq_mask_) * send_sge_max_];
+    for (int i = 0; i < wr->num_sge; ++i) sges[i] = wr->sg_list[i];
+    if (wr->send_flags & transport::kSendInline) {
+      Gather(wr->sg_list, w.num_sge, 0,
+             &sq_inline_[(idx & sq_mask_) * inline_max_], total);
+    }
+    ++sq_tail_;
+    if (st == QpState::kError || st == QpState::kSqe) {
+      // Accepted, and flushed at once.
+      ++sq_head_;
+      sq_assigned_ = tx_wqe_ = sq_tail_;
+      CompleteSend(w, WcStatus::kWrFlushErr, kVendorFlush);
+      continue;
+    }
+  }
+  Pump();
+  return Status::Ok();
+}
+
+}  // namespace softfab::sim::internal

@@ -1,0 +1,147 @@
+// Tests of UD (sim_wire.cc, sim_requester.cc): the GRH with its poisoned first
+// 20 bytes, buffers too small, no retries, the Q_Key check, duplicates, and an
+// oversized send that moves the QP to SQE (issue 3, item 5).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "backends/sim/sim_fabric.h"
+#include "backends/sim/sim_test_util.h"
+#include "core/transport.h"
+
+namespace softfab::sim::testing {
+namespace {
+
+// Two UD QPs in RTS on nodes 0 and 1, and an address handle (by GID) from a to
+// b; Send() sends SEND_WITH_IMM datagrams from qa to qb.
+struct UdPair : TwoEndpoints {
+  tp::QueuePair* qa = nullptr;
+  tp::QueuePair* qb = nullptr;
+  tp::AddressHandle* ah = nullptr;
+
+  explicit UdPair(const SimConfig& c) : TwoEndpoints(c) {
+    qa = QpIn(a, tp::QpType::kUd, tp::QpState::kRts);
+    qb = QpIn(b, tp::QpType::kUd, tp::QpState::kRts);
+    tp::AhAttr ahattr;
+    ahattr.is_global = 1;
+    ahattr.port_num = 1;
+    EXPECT_TRUE(b.dev->QueryGid(1, 0, &ahattr.grh.dgid).ok());
+    ah = Must(a.pd->CreateAh(ahattr));
+  }
+  Status Send(uint64_t wr_id, uint32_t len, uint32_t qkey = 0x11111111) {
+    tp::Sge s = a.Sge(0, len);
+    tp::SendWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = tp::WrOpcode::kSendWithImm;
+    wr.imm_data = 0x1234;
+    wr.ud.ah = ah;
+    wr.ud.remote_qpn = qb->qp_num();
+    wr.ud.remote_qkey = qkey;
+    const tp::SendWr* bad;
+    return qa->PostSend(&wr, &bad);
+  }
+};
+
+TEST(UdTest, GrhAtStartDataAtFortyPoisonedFirstTwenty) {
+  UdPair u(TwoNodes());
+  for (int i = 0; i < 100; ++i) u.a.buf[i] = static_cast<uint8_t>(i + 1);
+  tp::Sge rs = u.b.Sge(0, 40 + 100);
+  ASSERT_TRUE(PostRecv(u.qb, 5, &rs, 1).ok());
+  ASSERT_TRUE(u.Send(1, 100).ok());
+  auto r = Drain(u.f.get(), u.b.rcq);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, tp::WcStatus::kSuccess);
+  EXPECT_EQ(r[0].byte_len, 140u);
+  EXPECT_EQ(r[0].src_qp, u.qa->qp_num());
+  EXPECT_EQ(r[0].wc_flags, tp::kWcGrh | tp::kWcWithImm);
+  EXPECT_EQ(r[0].imm_data, 0x1234u);
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(u.b.buf[i], 0xa5) << i;
+  EXPECT_EQ(u.b.buf[20], 0x45);     // IPv4 header
+  EXPECT_EQ(u.b.buf[20 + 12], 10);  // source 10.0.0.0
+  EXPECT_EQ(u.b.buf[20 + 19], 1);   // destination 10.0.0.1
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(u.b.buf[40 + i], i + 1);
+  EXPECT_EQ(Drain(u.f.get(), u.a.scq).size(), 1u);
+}
+
+TEST(UdTest, BufferTooSmallIsLocLenErr) {
+  UdPair u(TwoNodes());
+  tp::Sge rs = u.b.Sge(0, 40 + 99);
+  ASSERT_TRUE(PostRecv(u.qb, 5, &rs, 1).ok());
+  ASSERT_TRUE(u.Send(1, 100).ok());
+  auto r = Drain(u.f.get(), u.b.rcq);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, tp::WcStatus::kLocLenErr);
+  EXPECT_EQ(r[0].byte_len, 0u);
+  EXPECT_EQ(u.b.buf[0], 0);  // nothing written
+}
+
+TEST(UdTest, UnreliableNoRetriesAndQkeyChecked) {
+  SimConfig c = TwoNodes();
+  PacketFault drop{PacketFaultKind::kDrop, 1.0};
+  drop.count_max = 1;  // only the first packet
+  c.faults.packet_faults.push_back(drop);
+  UdPair u(c);
+  for (int i = 0; i < 3; ++i) {
+    tp::Sge rs = u.b.Sge(i * 256, 256);
+    ASSERT_TRUE(PostRecv(u.qb, i, &rs, 1).ok());
+  }
+  ASSERT_TRUE(u.Send(1, 8).ok());          // dropped, never retried
+  ASSERT_TRUE(u.Send(2, 8, 0x2222).ok());  // wrong Q_Key: discarded
+  ASSERT_TRUE(u.Send(3, 8).ok());          // delivered
+  auto s = Drain(u.f.get(), u.a.scq);
+  ASSERT_EQ(s.size(), 3u);
+  for (auto& wc : s) EXPECT_EQ(wc.status, tp::WcStatus::kSuccess);
+  auto r = Drain(u.f.get(), u.b.rcq);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].wr_id, 0u);
+  EXPECT_EQ(u.f->stats().retransmits, 0u);
+}
+
+TEST(UdTest, DuplicatedDatagramsArriveTwice) {
+  // UD has no sequence numbers: a duplicated packet is a second message.
+  SimConfig c = TwoNodes();
+  PacketFault dup{PacketFaultKind::kDuplicate, 1.0};
+  dup.delay_ns = 500;
+  c.faults.packet_faults.push_back(dup);
+  UdPair u(c);
+  for (int i = 0; i < 4; ++i) {
+    tp::Sge rs = u.b.Sge(i * 256, 256);
+    ASSERT_TRUE(PostRecv(u.qb, i, &rs, 1).ok());
+  }
+  std::memcpy(u.a.buf.data(), "twice", 5);
+  ASSERT_TRUE(u.Send(1, 5).ok());
+  // The payload left with the packet: reusing the buffer changes nothing.
+  std::memset(u.a.buf.data(), 0, 5);
+  auto r = Drain(u.f.get(), u.b.rcq);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(std::memcmp(&u.b.buf[40], "twice", 5), 0);
+  EXPECT_EQ(std::memcmp(&u.b.buf[256 + 40], "twice", 5), 0);
+}
+
+TEST(UdTest, OversizedSendGoesToSqeAndRecovers) {
+  SimConfig c = TwoNodes();
+  c.active_mtu = tp::Mtu::k1024;
+  UdPair u(c);
+  ASSERT_TRUE(u.Send(1, 2000).ok());
+  auto s = Drain(u.f.get(), u.a.scq);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].status, tp::WcStatus::kLocLenErr);
+  EXPECT_EQ(u.qa->state(), tp::QpState::kSqe);
+  ASSERT_TRUE(u.Send(2, 8).ok());
+  s = Drain(u.f.get(), u.a.scq);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].status, tp::WcStatus::kWrFlushErr);
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kRts;
+  ASSERT_TRUE(u.qa->Modify(a, tp::kQpState).ok());
+  tp::Sge rs = u.b.Sge(0, 256);
+  ASSERT_TRUE(PostRecv(u.qb, 9, &rs, 1).ok());
+  ASSERT_TRUE(u.Send(3, 8).ok());
+  EXPECT_EQ(Drain(u.f.get(), u.b.rcq).size(), 1u);
+}
+
+}  // namespace
+}  // namespace softfab::sim::testing

@@ -1,0 +1,111 @@
+// Packet arrival (rxe_recv.c's part): the checks every packet passes (corrupt,
+// unknown or non-receiving QP, port down, wrong source) before it reaches the
+// responder or the completer; and UD datagrams: the payload pool that carries
+// them, and their delivery with the GRH.
+#include <cstdint>
+#include <cstring>
+
+#include "backends/sim/internal/fabric.h"
+
+namespace softfab::sim::internal {
+
+uint32_t FabricImpl::UdAlloc(uint64_t bytes) {
+  uint32_t slot;
+  if (!ud_free_.empty()) {
+    slot = ud_free_.back();
+    ud_free_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(ud_pool_.size());
+    ud_pool_.emplace_back();
+  }
+  ud_pool_[slot].bytes.resize(bytes);
+  ud_pool_[slot].refs = 1;
+  return slot;
+}
+
+void FabricImpl::OnPacket(const Ev& ev) {
+  Record(TraceKind::kPacketArrive, ev, 0);
+  DeviceImpl* d = nodes_[ev.dst_node].device.get();
+  QpImpl* qp = d->QpByNum(ev.dst_qpn);
+  const bool drop = (ev.flags & kPktCorrupt) != 0 || qp == nullptr ||
+                    !qp->Receiving() || nodes_[ev.dst_node].port_down;
+  if (drop) {
+    ++stats_.packets_dropped;
+    if (ev.op == PktOp::kUdSend) UdRelease(ev.aux);
+    return;
+  }
+  if (ev.op == PktOp::kUdSend) {
+    OnUd(qp, ev);
+    UdRelease(ev.aux);
+    return;
+  }
+  if (qp->qp_type() != QpType::kRc || ev.src_node != qp->dest_node_ ||
+      ev.src_qpn != qp->attr_.dest_qp_num) {
+    ++stats_.packets_dropped;
+    return;
+  }
+  if (ev.op == PktOp::kAck || ev.op == PktOp::kReadResp) {
+    OnResponse(qp, ev);
+  } else {
+    OnRequest(qp, ev);
+  }
+}
+
+void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
+  if (qp->qp_type() != QpType::kUd || ev.psn != qp->attr_.qkey) {
+    ++stats_.packets_dropped;  // wrong type or Q_Key mismatch: silently
+                               // discarded.
+    return;
+  }
+  if (!qp->FetchRecv()) {
+    ++stats_.packets_dropped;  // no receive request: UD drops.
+    return;
+  }
+  qp->recv_active_ = false;
+  if (qp->active_capacity_ == UINT64_MAX) {
+    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocProtErr,
+                          kVendorLocal);
+    return;
+  }
+  if (qp->active_capacity_ < kGrhBytes + ev.length) {
+    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr,
+                          kVendorLocal);
+    return;
+  }
+  // GRH: RoCEv2 over IPv4 leaves the first 20 bytes undefined (poisoned here),
+  // then the IPv4 header.
+  uint8_t* grh = staging_.data();
+  std::memset(grh, kGrhPoison, 20);
+  uint8_t* ip = grh + 20;
+  std::memset(ip, 0, 20);
+  const uint32_t total = 20 + 8 + 12 + ev.length + 4;
+  ip[0] = 0x45;
+  ip[2] = static_cast<uint8_t>(total >> 8);
+  ip[3] = static_cast<uint8_t>(total);
+  ip[8] = 64;
+  ip[9] = 17;  // UDP
+  const Gid sg = GidOfNode(ev.src_node);
+  const Gid dg = GidOfNode(ev.dst_node);
+  std::memcpy(ip + 12, sg.raw + 12, 4);
+  std::memcpy(ip + 16, dg.raw + 12, 4);
+  if (ev.length > 0) {  // An empty datagram's pool buffer may have no data.
+    std::memcpy(grh + kGrhBytes, ud_pool_[ev.aux].bytes.data(), ev.length);
+  }
+  Scatter(qp->active_sges_.data(), qp->active_.num_sge, 0, grh,
+          kGrhBytes + ev.length);
+  WorkCompletion wc{};
+  wc.wr_id = qp->active_.wr_id;
+  wc.opcode = WcOpcode::kRecv;
+  wc.byte_len = kGrhBytes + ev.length;
+  wc.qp_num = qp->qp_num();
+  wc.src_qp = ev.src_qpn;
+  wc.slid = static_cast<uint16_t>(ev.src_node + 1);
+  wc.wc_flags = transport::kWcGrh;
+  if (ev.flags & kPktImm) {
+    wc.wc_flags |= transport::kWcWithImm;
+    wc.imm_data = static_cast<uint32_t>(ev.offset);
+  }
+  Completed(qp->recv_cq_, wc, qp);
+}
+
+}  // namespace softfab::sim::internal
