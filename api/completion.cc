@@ -1,0 +1,322 @@
+// Completion queues (read, readfrom, readerr and the blocking sread), event
+// queues (connection-management events, sread alike), and the wait objects:
+// a CQ's eventfd, kept readable while reading the CQ would find work
+// (SyncWaitFds), sf_control(SF_GETWAIT) and sf_trywait.
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "api/internal/fabric_objects.h"
+#include "api/softfab/fabric.h"
+#include "backends/sim/sim_fabric.h"
+#include "core/completion_queue.h"
+#include "core/event_queue.h"
+
+namespace softfab::fabric_internal {
+
+void SyncWaitFds(Fabric* f) {
+  if (f->waitable.empty()) return;
+  const bool busy = f->sim->pending_events() > 0;
+  for (Cq* c : f->waitable) {
+    const bool want = busy || c->cq->pending() > 0 || c->cq->has_error();
+    if (want == c->signalled) continue;
+    uint64_t v = 1;
+    ssize_t n =
+        want ? write(c->wait_fd, &v, sizeof v) : read(c->wait_fd, &v, sizeof v);
+    if (n == static_cast<ssize_t>(sizeof v)) c->signalled = want;
+  }
+}
+
+namespace {
+
+void ProgressCq(Cq* cq) {
+  for (Ep* ep : cq->eps) ep->ep->Progress();
+}
+
+void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
+  switch (format) {
+    case SF_CQ_FORMAT_CONTEXT:
+      static_cast<sf_cq_entry*>(buf)[i] = {e.op_context};
+      break;
+    case SF_CQ_FORMAT_MSG:
+      static_cast<sf_cq_msg_entry*>(buf)[i] = {e.op_context, e.flags, e.len};
+      break;
+    case SF_CQ_FORMAT_DATA:
+      static_cast<sf_cq_data_entry*>(buf)[i] = {e.op_context, e.flags, e.len,
+                                                e.buf, e.data};
+      break;
+    case SF_CQ_FORMAT_TAGGED:
+      static_cast<sf_cq_tagged_entry*>(buf)[i] = {e.op_context, e.flags, e.len,
+                                                  e.buf,        e.data,  e.tag};
+      break;
+  }
+}
+
+ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
+  Cq* cq = AsCq(pub);
+  if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
+  if (count == 0) {
+    cq->cq->Progress();
+    SyncWaitFds(cq->domain->fabric);
+    return 0;
+  }
+  if (buf == nullptr) return Fail(EINVAL, "need a buffer for the entries");
+  // Entries are read into the CQ's own scratch space (not a fresh local
+  // array, whose initialisation would cost more than the read).
+  core::CqEntry* entries = cq->scratch.data();
+  uint64_t* srcs = cq->scratch_src.data();
+  const int n =
+      cq->cq->Read(entries, std::min(count, cq->scratch.size()), srcs);
+  SyncWaitFds(cq->domain->fabric);
+  if (n < 0) {
+    last_error = n == -EAGAIN ? "no completion is ready"
+                              : "an error completion is next: sf_cq_readerr";
+    return n;
+  }
+  for (int i = 0; i < n; ++i) {
+    CopyOut(entries[i], cq->format, buf, i);
+    if (src) src[i] = srcs[i];
+  }
+  return n;
+}
+
+// A blocking read: `try_read` until it returns something other than
+// -EAGAIN, running the simulated fabric on in between. The timeout is virtual
+// time; an idle fabric ends the wait at once (nothing can arrive).
+template <typename TryRead>
+ssize_t WaitFor(Fabric* fabric, int timeout_ms, TryRead try_read) {
+  softfab::sim::SimFabric& sim = *fabric->sim;
+  const uint64_t start = sim.clock().NowNs();
+  const uint64_t deadline =
+      timeout_ms < 0 ? UINT64_MAX
+                     : start + static_cast<uint64_t>(timeout_ms) * 1000000;
+  while (true) {
+    const ssize_t n = try_read();
+    if (n != -EAGAIN) return n;
+    if (sim.pending_events() == 0) {
+      return Fail(ETIMEDOUT, "the fabric is idle: nothing will arrive");
+    }
+    if (sim.clock().NowNs() >= deadline) return Fail(ETIMEDOUT, "timed out");
+    sim.Step();
+  }
+}
+
+ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
+  auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
+  SyncWaitFds(eq->fabric);
+  if (!ev.ok()) {
+    last_error = ev.status().message();
+    return -ev.status().code();
+  }
+  const core::EqEvent& e = **ev;
+  auto* out = static_cast<sf_eq_cm_entry*>(buf);
+  out->fid = static_cast<sf_fid*>(e.fid);
+  out->info = nullptr;
+  if (e.type == core::kEqConnReq && !(flags & SF_PEEK)) {
+    auto* info = new sf_info;
+    info->magic = kMagic;
+    info->request = e.info;
+    out->info = info;
+  }
+  const size_t n = std::min(e.data.size(), len - sizeof(sf_eq_cm_entry));
+  if (n > 0) std::memcpy(out->data, e.data.data(), n);
+  *event = e.type;
+  return static_cast<ssize_t>(sizeof(sf_eq_cm_entry) + n);
+}
+
+int CheckEqRead(Eq* eq, uint32_t* event, void* buf, size_t len,
+                uint64_t flags) {
+  if (eq == nullptr) return Fail(EINVAL, "not an event queue");
+  if (event == nullptr || buf == nullptr) {
+    return Fail(EINVAL, "event and buf must not be NULL");
+  }
+  if (len < sizeof(sf_eq_cm_entry)) {
+    return Fail(EINVAL, "buf must hold an sf_eq_cm_entry");
+  }
+  if (flags & ~SF_PEEK) return Fail(EINVAL, "flags: 0 or SF_PEEK");
+  return 0;
+}
+
+}  // namespace
+
+// The sf_* calls have C linkage, so defined inside the namespace they are
+// still the global functions api/softfab/fabric.h declares.
+extern "C" {
+
+int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
+               void* context) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and cq must be valid");
+  }
+  const size_t size = attr && attr->size ? attr->size : 1024;
+  const sf_cq_format format = attr ? attr->format : SF_CQ_FORMAT_CONTEXT;
+  if (format < SF_CQ_FORMAT_CONTEXT || format > SF_CQ_FORMAT_TAGGED) {
+    return Fail(EINVAL, "unknown CQ format");
+  }
+  if (size > (1u << 24)) return Fail(EINVAL, "CQ size too large");
+  if (attr && attr->flags) return Fail(EINVAL, "no CQ flags are supported");
+  const sf_wait_obj wait = attr ? attr->wait_obj : SF_WAIT_NONE;
+  if (wait != SF_WAIT_NONE && wait != SF_WAIT_UNSPEC && wait != SF_WAIT_FD) {
+    return Fail(wait == SF_WAIT_SET ? ENOSYS : EINVAL,
+                "wait_obj: SF_WAIT_NONE, SF_WAIT_UNSPEC or SF_WAIT_FD");
+  }
+  int fd = -1;
+  if (wait != SF_WAIT_NONE) {
+    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (fd < 0) return Fail(ENOMEM, "eventfd failed");
+  }
+  auto* c = NewObject<Cq>(SF_CLASS_CQ, context, &d->children);
+  c->wait_fd = fd;
+  if (fd >= 0) d->fabric->waitable.push_back(c);
+  c->domain = d;
+  c->format = format;
+  c->cq = std::make_unique<core::CompletionQueue>(size);
+  c->cq->set_progress([c] { ProgressCq(c); });
+  *out = c;
+  return 0;
+}
+
+ssize_t sf_cq_read(sf_cq* cq, void* buf, size_t count) {
+  return ReadCq(cq, buf, count, nullptr);
+}
+
+ssize_t sf_cq_readfrom(sf_cq* cq, void* buf, size_t count,
+                       sf_addr_t* src_addr) {
+  if (src_addr == nullptr) return Fail(EINVAL, "src_addr must not be NULL");
+  return ReadCq(cq, buf, count, src_addr);
+}
+
+ssize_t sf_cq_readerr(sf_cq* pub, sf_cq_err_entry* buf, uint64_t flags) {
+  Cq* cq = AsCq(pub);
+  if (cq == nullptr || buf == nullptr || flags != 0) {
+    return Fail(EINVAL, "bad argument");
+  }
+  core::CqErrEntry e;
+  const Status s = cq->cq->ReadError(&e);
+  SyncWaitFds(cq->domain->fabric);
+  if (!s.ok()) return Fail(s);
+  *buf = sf_cq_err_entry{};
+  buf->op_context = e.op_context;
+  buf->flags = e.flags;
+  buf->len = e.len;
+  buf->buf = e.buf;
+  buf->data = e.data;
+  buf->tag = e.tag;
+  buf->olen = e.olen;
+  buf->err = e.err;
+  buf->prov_errno = e.prov_errno;
+  return 1;
+}
+
+ssize_t sf_cq_sread(sf_cq* pub, void* buf, size_t count, const void* cond,
+                    int timeout_ms) {
+  Cq* cq = AsCq(pub);
+  if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
+  if (cond != nullptr) return Fail(EINVAL, "wait conditions are not supported");
+  return WaitFor(cq->domain->fabric, timeout_ms,
+                 [&] { return ReadCq(pub, buf, count, nullptr); });
+}
+
+// ---- Wait objects ----
+
+int sf_control(sf_fid* fid, int command, void* arg) {
+  if (!IsClass(fid, SF_CLASS_CQ)) {
+    return Fail(EINVAL, "wait objects belong to completion queues");
+  }
+  if (command != SF_GETWAIT) return Fail(ENOSYS, "unknown command");
+  if (arg == nullptr) return Fail(EINVAL, "arg must point to an int");
+  Cq* cq = ObjectOf<Cq>(fid);
+  if (cq->wait_fd < 0) {
+    return Fail(EINVAL, "the CQ was opened without a wait object");
+  }
+  SyncWaitFds(cq->domain->fabric);
+  *static_cast<int*>(arg) = cq->wait_fd;
+  return 0;
+}
+
+int sf_trywait(sf_fabric* pub, sf_fid** fids, int count) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || fids == nullptr || count <= 0) {
+    return Fail(EINVAL, "fabric, fids and count must be valid");
+  }
+  for (int i = 0; i < count; ++i) {
+    if (!IsClass(fids[i], SF_CLASS_CQ)) return Fail(EINVAL, "not a CQ");
+    Cq* cq = ObjectOf<Cq>(fids[i]);
+    if (cq->domain->fabric != f) return Fail(EINVAL, "CQ of another fabric");
+    if (cq->wait_fd < 0) return Fail(EINVAL, "CQ without a wait object");
+  }
+  for (int i = 0; i < count; ++i) {
+    Cq* cq = ObjectOf<Cq>(fids[i]);
+    cq->cq->Progress();
+    if (cq->cq->pending() > 0 || cq->cq->has_error()) {
+      SyncWaitFds(f);
+      return Fail(EAGAIN, "completions are waiting: read the CQ");
+    }
+  }
+  SyncWaitFds(f);
+  if (f->sim->pending_events() > 0) {
+    return Fail(EAGAIN, "the simulated fabric has work: read the CQs");
+  }
+  return 0;
+}
+
+// ---- Event queues ----
+
+int sf_eq_open(sf_fabric* pub, const sf_eq_attr* attr, sf_eq** out,
+               void* context) {
+  Fabric* f = AsFabric(pub);
+  if (f == nullptr || out == nullptr) {
+    return Fail(EINVAL, "fabric and eq must be valid");
+  }
+  const size_t size = attr && attr->size ? attr->size : 64;
+  if (size > (1u << 20)) return Fail(EINVAL, "EQ size too large");
+  if (attr && attr->flags) return Fail(EINVAL, "no EQ flags are supported");
+  auto* eq = NewObject<Eq>(SF_CLASS_EQ, context, &f->children);
+  eq->fabric = f;
+  eq->eq = std::make_unique<core::EventQueue>(size);
+  *out = eq;
+  return 0;
+}
+
+ssize_t sf_eq_read(sf_eq* pub, uint32_t* event, void* buf, size_t len,
+                   uint64_t flags) {
+  Eq* eq = AsEq(pub);
+  if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
+  return ReadEq(eq, event, buf, len, flags);
+}
+
+ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
+                    int timeout_ms, uint64_t flags) {
+  Eq* eq = AsEq(pub);
+  if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
+  return WaitFor(eq->fabric, timeout_ms,
+                 [&] { return ReadEq(eq, event, buf, len, flags); });
+}
+
+ssize_t sf_eq_readerr(sf_eq* pub, sf_eq_err_entry* buf, uint64_t flags) {
+  Eq* eq = AsEq(pub);
+  if (eq == nullptr || buf == nullptr || flags != 0) {
+    return Fail(EINVAL, "bad argument");
+  }
+  auto ev = eq->eq->ReadError();
+  SyncWaitFds(eq->fabric);
+  if (!ev.ok()) return Fail(ev.status());
+  eq->err_data = std::move(ev->data);
+  *buf = sf_eq_err_entry{};
+  buf->fid = static_cast<sf_fid*>(ev->fid);
+  buf->context = buf->fid ? buf->fid->context : nullptr;
+  buf->err = ev->err;
+  buf->err_data = eq->err_data.empty() ? nullptr : eq->err_data.data();
+  buf->err_data_size = eq->err_data.size();
+  return sizeof *buf;
+}
+
+}  // extern "C"
+
+}  // namespace softfab::fabric_internal

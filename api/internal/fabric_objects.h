@@ -1,0 +1,205 @@
+// The objects behind the sf_* handles (api/softfab/fabric.h), shared by the
+// files of //api:fabric and by nothing else.
+//
+// Each public object is a struct deriving from the sf_* one; calls check the
+// fid's magic and class before casting (As<T>, IsClass, ObjectOf<T>), validate
+// the rest of their arguments, and convert the core's Status into -SF_E*
+// exactly once, through Fail (which leaves the reason for sf_last_error).
+//
+// The files of //api:fabric define their sf_* calls inside this namespace:
+// a function with C linkage is the same global function whichever namespace
+// declares it, and there the objects and helpers need no qualification.
+#ifndef SOFTFAB_API_INTERNAL_FABRIC_OBJECTS_H_
+#define SOFTFAB_API_INTERNAL_FABRIC_OBJECTS_H_
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <vector>
+
+#include "api/softfab/fabric.h"
+#include "backends/sim/sim_fabric.h"
+#include "core/address_vector.h"
+#include "core/completion_queue.h"
+#include "core/endpoint.h"
+#include "core/event_queue.h"
+#include "core/status.h"
+#include "core/transport.h"
+
+namespace softfab::fabric_internal {
+
+namespace core = ::softfab::core;
+namespace tp = ::softfab::transport;
+using ::softfab::Status;
+
+constexpr uint32_t kMagic = 0x5F0FAB5F;
+
+// Why the last failing call on this thread failed (sf_last_error).
+inline thread_local const char* last_error = "";
+
+inline int Fail(int code, const char* why) {
+  last_error = why;
+  return -code;
+}
+inline int Fail(const Status& s) { return Fail(s.code(), s.message()); }
+
+struct Ep;
+struct Srx;
+
+struct Cq;
+
+struct Fabric : sf_fabric {
+  using Public = sf_fabric;
+  std::unique_ptr<softfab::sim::SimFabric> sim;
+  int children = 0;
+  std::vector<Cq*> waitable;  // CQs with a wait fd, kept in step.
+};
+
+struct Domain : sf_domain {
+  using Public = sf_domain;
+  Fabric* fabric = nullptr;
+  tp::Device* device = nullptr;
+  tp::ProtectionDomain* pd = nullptr;
+  int children = 0;
+  // Live registrations, so a desc is checked without reading through it.
+  std::set<const void*> mrs;
+  std::vector<Srx*> srxs;  // Shared receive contexts, in creation order.
+};
+
+struct Cq : sf_cq {
+  using Public = sf_cq;
+  Domain* domain = nullptr;
+  std::unique_ptr<core::CompletionQueue> cq;
+  sf_cq_format format = SF_CQ_FORMAT_CONTEXT;
+  std::vector<Ep*> eps;  // Bound endpoints, in binding order.
+  std::vector<core::CqEntry> scratch = std::vector<core::CqEntry>(64);
+  std::vector<uint64_t> scratch_src = std::vector<uint64_t>(64);
+  int wait_fd = -1;  // SF_WAIT_FD: an eventfd, readable while signalled.
+  bool signalled = false;
+  ~Cq() {
+    if (wait_fd >= 0) close(wait_fd);
+  }
+};
+
+// Brings every wait fd of `f` in line with what reading its CQ would do:
+// readable while entries wait or the simulated fabric has events pending.
+// Called after every call that can change either.
+// Defined with the wait objects (api/completion.cc).
+void SyncWaitFds(Fabric* f);
+
+struct Av : sf_av {
+  using Public = sf_av;
+  Domain* domain = nullptr;
+  std::unique_ptr<core::AddressVector> av;
+  int users = 0;
+};
+
+struct Mr : sf_mr {
+  using Public = sf_mr;
+  Domain* domain = nullptr;
+  tp::MemoryRegion* mr = nullptr;
+};
+
+struct Eq : sf_eq {
+  using Public = sf_eq;
+  Fabric* fabric = nullptr;
+  std::unique_ptr<core::EventQueue> eq;
+  int users = 0;                  // Endpoints and listeners bound to it.
+  std::vector<uint8_t> err_data;  // The last error event's private data.
+};
+
+struct Pep : sf_pep {
+  using Public = sf_pep;
+  Domain* domain = nullptr;
+  std::unique_ptr<core::Endpoint> ep;  // A listener.
+  Eq* eq = nullptr;
+};
+
+}  // namespace softfab::fabric_internal
+
+// Outside the internal namespace: the public header declares it.
+struct sf_info {
+  uint32_t magic = 0;
+  std::shared_ptr<const ::softfab::core::ConnRequest> request;
+};
+
+namespace softfab::fabric_internal {
+
+struct Srx : sf_ep {
+  using Public = sf_ep;
+  Domain* domain = nullptr;
+  std::unique_ptr<core::RxContext> rx;
+  int users = 0;  // Endpoints bound to it.
+};
+
+struct Ep : sf_ep {
+  using Public = sf_ep;
+  Domain* domain = nullptr;
+  std::unique_ptr<core::Endpoint> ep;
+  Cq* tx_cq = nullptr;
+  Cq* rx_cq = nullptr;
+  Av* av = nullptr;
+  Srx* srx = nullptr;
+  Eq* eq = nullptr;
+  // SF_EP_MSG created from an SF_CONNREQ: the request sf_accept takes.
+  std::shared_ptr<const core::ConnRequest> request;
+};
+
+inline void InitFid(sf_fid* fid, sf_fclass fclass, void* context) {
+  fid->fclass = fclass;
+  fid->magic = kMagic;
+  fid->context = context;
+}
+
+// Begins an object's life: a fid header, and one more child of its parent
+// (nullptr for a fabric).
+template <typename T>
+T* NewObject(sf_fclass fclass, void* context, int* parent_children) {
+  auto* object = new T;
+  InitFid(&object->fid, fclass, context);
+  if (parent_children != nullptr) ++*parent_children;
+  return object;
+}
+
+// Ends an object's life: its parent counts one child fewer, and a stale
+// handle to it is recognised as closed.
+template <typename T>
+int Release(T* object, int* parent_children) {
+  --*parent_children;
+  object->fid.magic = 0;
+  delete object;
+  return 0;
+}
+
+// Per-type casts from the public struct pointer: the object, or null when
+// `p` is null, closed, or of another class.
+template <typename T, typename Pub>
+T* As(Pub* p, sf_fclass fclass) {
+  return p && p->fid.magic == kMagic && p->fid.fclass == fclass
+             ? static_cast<T*>(p)
+             : nullptr;
+}
+inline Fabric* AsFabric(sf_fabric* p) { return As<Fabric>(p, SF_CLASS_FABRIC); }
+inline Domain* AsDomain(sf_domain* p) { return As<Domain>(p, SF_CLASS_DOMAIN); }
+inline Cq* AsCq(sf_cq* p) { return As<Cq>(p, SF_CLASS_CQ); }
+inline Av* AsAv(sf_av* p) { return As<Av>(p, SF_CLASS_AV); }
+inline Mr* AsMr(sf_mr* p) { return As<Mr>(p, SF_CLASS_MR); }
+inline Ep* AsEp(sf_ep* p) { return As<Ep>(p, SF_CLASS_EP); }
+inline Eq* AsEq(sf_eq* p) { return As<Eq>(p, SF_CLASS_EQ); }
+inline Pep* AsPep(sf_pep* p) { return As<Pep>(p, SF_CLASS_PEP); }
+inline Srx* AsSrx(sf_ep* p) { return As<Srx>(p, SF_CLASS_SRX_CTX); }
+inline bool IsClass(const sf_fid* fid, sf_fclass fclass) {
+  return fid != nullptr && fid->magic == kMagic && fid->fclass == fclass;
+}
+// The object a fid heads (the fid is the first member of the public struct
+// the object derives from); the caller has checked its class.
+template <typename T>
+T* ObjectOf(sf_fid* fid) {
+  return static_cast<T*>(reinterpret_cast<typename T::Public*>(fid));
+}
+
+}  // namespace softfab::fabric_internal
+
+#endif  // SOFTFAB_API_INTERNAL_FABRIC_OBJECTS_H_

@@ -1,0 +1,324 @@
+// The sfv_* calls above the queues: the simulated fabric (create, run,
+// digest), its devices and their contexts (open, close, query device, port
+// and GID), protection domains, memory regions, and async events.
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+
+#include "api/internal/verbs_objects.h"
+#include "api/softfab/verbs.h"
+#include "core/status.h"
+#include "core/transport.h"
+
+namespace softfab::verbs_internal {
+
+// The sfv_* calls have C linkage, so defined inside the namespace they are
+// still the global functions api/softfab/verbs.h declares.
+extern "C" {
+
+// ---- simulator ----
+
+sfv_sim_fabric* sfv_sim_fabric_create(const sfv_sim_config* config) {
+  if (config == nullptr) return Fail<sfv_sim_fabric>(EINVAL);
+  softfab::sim::SimConfig c;
+  c.nodes = config->nodes;
+  c.master_seed = config->master_seed;
+  if (config->latency_ns != 0) c.default_link.latency_ns = config->latency_ns;
+  if (config->bandwidth_bps != 0)
+    c.default_link.bandwidth_bps = config->bandwidth_bps;
+  const int mtu = Raw(config->mtu);
+  if (mtu != 0) {
+    if (!ValidMtu(mtu)) return Fail<sfv_sim_fabric>(EINVAL);
+    c.default_link.mtu = static_cast<tp::Mtu>(mtu);
+    c.active_mtu = static_cast<tp::Mtu>(mtu);
+  }
+  auto add = [&](softfab::sim::PacketFaultKind kind, double p, uint64_t delay) {
+    if (p == 0.0) return;
+    softfab::sim::PacketFault f;
+    f.kind = kind;
+    f.probability = p;
+    f.delay_ns = delay;
+    c.faults.packet_faults.push_back(f);
+  };
+  add(softfab::sim::PacketFaultKind::kDrop, config->drop_probability, 0);
+  add(softfab::sim::PacketFaultKind::kDuplicate, config->duplicate_probability,
+      config->reorder_delay_ns);
+  add(softfab::sim::PacketFaultKind::kReorder, config->reorder_probability,
+      config->reorder_delay_ns);
+  if (!softfab::sim::ValidateSimConfig(c).ok())
+    return Fail<sfv_sim_fabric>(EINVAL);
+  auto f = std::make_unique<sfv_sim_fabric>();
+  f->sim = softfab::sim::CreateSimFabric(c);
+  if (!f->sim) return Fail<sfv_sim_fabric>(EINVAL);
+  for (int n = 0; n < c.nodes; ++n) {
+    f->devices.push_back(std::make_unique<sfv_device>(
+        sfv_device{f.get(), f->sim->device(n), n}));
+  }
+  return f.release();
+}
+
+void sfv_sim_fabric_destroy(sfv_sim_fabric* fabric) { delete fabric; }
+
+uint64_t sfv_sim_run_until_idle(sfv_sim_fabric* fabric, uint64_t max_events) {
+  return fabric ? fabric->sim->RunUntilIdle(max_events) : 0;
+}
+
+uint64_t sfv_sim_run_until(sfv_sim_fabric* fabric, uint64_t t_ns) {
+  return fabric ? fabric->sim->RunUntil(t_ns) : 0;
+}
+
+uint64_t sfv_sim_now_ns(const sfv_sim_fabric* fabric) {
+  return fabric ? fabric->sim->clock().NowNs() : 0;
+}
+
+uint64_t sfv_sim_digest(const sfv_sim_fabric* fabric) {
+  return fabric ? fabric->sim->digest() : 0;
+}
+
+// ---- devices ----
+
+sfv_device** sfv_sim_get_device_list(sfv_sim_fabric* fabric, int* num_devices) {
+  if (fabric == nullptr) return Fail<sfv_device*>(EINVAL);
+  auto** list = new sfv_device*[fabric->devices.size() + 1];
+  for (size_t i = 0; i < fabric->devices.size(); ++i)
+    list[i] = fabric->devices[i].get();
+  list[fabric->devices.size()] = nullptr;
+  if (num_devices != nullptr)
+    *num_devices = static_cast<int>(fabric->devices.size());
+  return list;
+}
+
+void sfv_free_device_list(sfv_device** list) { delete[] list; }
+
+const char* sfv_get_device_name(sfv_device* device) {
+  if (device == nullptr) return Fail<const char>(EINVAL);
+  return device->dev->name();
+}
+
+uint64_t sfv_get_device_guid(sfv_device* device) {
+  tp::DeviceAttr a;
+  if (device == nullptr || !device->dev->QueryDevice(&a).ok()) return 0;
+  return a.node_guid;
+}
+
+sfv_context* sfv_open_device(sfv_device* device) {
+  if (device == nullptr) return Fail<sfv_context>(EINVAL);
+  auto ctx = std::make_unique<SfvContext>();
+  ctx->device = device;
+  ctx->fabric = device->fabric;
+  SfvContext* raw = ctx.get();
+  device->fabric->contexts.push_back(std::move(ctx));
+  return raw;
+}
+
+int sfv_close_device(sfv_context* context) {
+  if (context == nullptr || !Ctx(context)->open) return EINVAL;
+  SfvContext* c = Ctx(context);
+  if (c->pds != 0 || c->cqs != 0) return EBUSY;
+  c->open =
+      false;  // the wrapper lives until the fabric goes, so stale use is caught
+  return 0;
+}
+
+int sfv_query_device(sfv_context* context, sfv_device_attr* attr) {
+  if (context == nullptr || attr == nullptr) return EINVAL;
+  tp::DeviceAttr a;
+  const softfab::Status s = context->device->dev->QueryDevice(&a);
+  if (!s.ok()) return Err(s);
+  std::memset(attr, 0, sizeof(*attr));
+  std::strncpy(attr->fw_ver, "softfab-sim", sizeof(attr->fw_ver) - 1);
+  attr->node_guid = a.node_guid;
+  attr->sys_image_guid = a.node_guid;
+  attr->max_mr_size = a.max_mr_size;
+  attr->page_size_cap = 4096;
+  attr->vendor_id = a.vendor_id;
+  attr->vendor_part_id = a.vendor_part_id;
+  attr->max_qp = a.max_qp;
+  attr->max_qp_wr = a.max_qp_wr;
+  attr->max_sge = a.max_sge;
+  attr->max_sge_rd = a.max_sge;
+  attr->max_cq = a.max_cq;
+  attr->max_cqe = a.max_cqe;
+  attr->max_mr = a.max_mr;
+  attr->max_pd = a.max_pd;
+  attr->max_qp_rd_atom = a.max_qp_rd_atom;
+  attr->max_qp_init_rd_atom = a.max_qp_rd_atom;
+  attr->max_ah = a.max_ah;
+  attr->max_srq = a.max_srq;
+  attr->max_srq_wr = a.max_srq_wr;
+  attr->max_srq_sge = a.max_srq_sge;
+  attr->max_pkeys = 1;
+  attr->phys_port_cnt = a.phys_port_cnt;
+  return 0;
+}
+
+int sfv_query_port(sfv_context* context, uint8_t port_num,
+                   sfv_port_attr* attr) {
+  if (context == nullptr || attr == nullptr) return EINVAL;
+  tp::PortAttr a;
+  const softfab::Status s = context->device->dev->QueryPort(port_num, &a);
+  if (!s.ok()) return Err(s);
+  std::memset(attr, 0, sizeof(*attr));
+  attr->state = static_cast<sfv_port_state>(a.state);
+  attr->max_mtu = static_cast<sfv_mtu>(a.max_mtu);
+  attr->active_mtu = static_cast<sfv_mtu>(a.active_mtu);
+  attr->gid_tbl_len = a.gid_tbl_len;
+  attr->max_msg_sz = a.max_msg_sz;
+  attr->pkey_tbl_len = 1;
+  attr->lid = a.lid;
+  attr->sm_lid = a.sm_lid;
+  attr->link_layer = a.link_layer;
+  return 0;
+}
+
+int sfv_query_gid(sfv_context* context, uint8_t port_num, int index,
+                  sfv_gid* gid) {
+  if (context == nullptr || gid == nullptr) return EINVAL;
+  tp::Gid g;
+  const softfab::Status s = context->device->dev->QueryGid(port_num, index, &g);
+  if (!s.ok()) return Err(s);
+  std::memcpy(gid->raw, g.raw, 16);
+  return 0;
+}
+
+// ---- PD and MR ----
+
+sfv_pd* sfv_alloc_pd(sfv_context* context) {
+  if (context == nullptr || !Ctx(context)->open) return Fail<sfv_pd>(EINVAL);
+  SfvContext* c = Ctx(context);
+  auto r = context->device->dev->AllocPd();
+  if (!r.ok()) return Fail<sfv_pd>(r.status().code());
+  auto pd = std::make_unique<PdImpl>();
+  pd->context = context;
+  pd->handle = c->next_handle++;
+  pd->pd = *r;
+  PdImpl* raw = pd.get();
+  c->pd_objs[raw] = std::move(pd);
+  ++c->pds;
+  return raw;
+}
+
+int sfv_dealloc_pd(sfv_pd* pd) {
+  if (pd == nullptr) return EINVAL;
+  SfvContext* c = Ctx(pd->context);
+  auto it = c->pd_objs.find(pd);
+  if (it == c->pd_objs.end()) return EINVAL;
+  const softfab::Status s = it->second->pd->Destroy();
+  if (!s.ok()) return Err(s);
+  c->pd_objs.erase(it);
+  --c->pds;
+  return 0;
+}
+
+sfv_mr* sfv_reg_mr(sfv_pd* pd, void* addr, size_t length, int access) {
+  if (pd == nullptr || Ctx(pd->context)->pd_objs.count(pd) == 0)
+    return Fail<sfv_mr>(EINVAL);
+  if (access < 0) return Fail<sfv_mr>(EINVAL);
+  auto r = static_cast<PdImpl*>(pd)->pd->RegMr(addr, length,
+                                               static_cast<uint32_t>(access));
+  if (!r.ok()) return Fail<sfv_mr>(r.status().code());
+  SfvContext* c = Ctx(pd->context);
+  auto mr = std::make_unique<MrImpl>();
+  mr->context = pd->context;
+  mr->pd = pd;
+  mr->addr = addr;
+  mr->length = length;
+  mr->handle = c->next_handle++;
+  mr->lkey = (*r)->lkey();
+  mr->rkey = (*r)->rkey();
+  mr->mr = *r;
+  MrImpl* raw = mr.get();
+  c->mr_objs[raw] = std::move(mr);
+  return raw;
+}
+
+int sfv_dereg_mr(sfv_mr* mr) {
+  if (mr == nullptr) return EINVAL;
+  SfvContext* c = Ctx(mr->context);
+  auto it = c->mr_objs.find(mr);
+  if (it == c->mr_objs.end()) return EINVAL;
+  const softfab::Status s = it->second->mr->Destroy();
+  if (!s.ok()) return Err(s);
+  c->mr_objs.erase(it);
+  return 0;
+}
+
+// ---- events ----
+
+int sfv_get_async_event(sfv_context* context, sfv_async_event* event) {
+  if (context == nullptr || event == nullptr) {
+    errno = EINVAL;
+    return -1;
+  }
+  SfvContext* c = Ctx(context);
+  tp::AsyncEvent e;
+  const softfab::Status s = context->device->dev->GetAsyncEvent(&e);
+  if (!s.ok()) {
+    errno = s.code();
+    return -1;
+  }
+  std::memset(event, 0, sizeof(*event));
+  event->event_type = static_cast<sfv_event_type>(e.event_type);
+  switch (e.event_type) {
+    case tp::AsyncEventType::kCqErr: {
+      auto it = c->cq_by_handle.find(e.cq_handle);
+      event->element.cq = it == c->cq_by_handle.end() ? nullptr : it->second;
+      break;
+    }
+    case tp::AsyncEventType::kSrqErr:
+    case tp::AsyncEventType::kSrqLimitReached: {
+      auto it = c->srq_by_handle.find(e.srq_handle);
+      event->element.srq = it == c->srq_by_handle.end() ? nullptr : it->second;
+      break;
+    }
+    case tp::AsyncEventType::kPortActive:
+    case tp::AsyncEventType::kPortErr:
+    case tp::AsyncEventType::kLidChange:
+    case tp::AsyncEventType::kPkeyChange:
+    case tp::AsyncEventType::kSmChange:
+    case tp::AsyncEventType::kClientReregister:
+    case tp::AsyncEventType::kGidChange:
+      event->element.port_num = e.port_num;
+      break;
+    case tp::AsyncEventType::kDeviceFatal:
+      break;
+    default: {
+      auto it = c->qp_by_num.find(e.qp_num);
+      event->element.qp = it == c->qp_by_num.end() ? nullptr : it->second;
+      if (it != c->qp_by_num.end()) SyncState(it->second);
+    }
+  }
+  return 0;
+}
+
+void sfv_ack_async_event(sfv_async_event* event) { (void)event; }
+
+const char* sfv_event_type_str(sfv_event_type event) {
+  static const char* const kNames[] = {
+      "CQ error",
+      "local work queue catastrophic error",
+      "invalid request local work queue error",
+      "local access violation work queue error",
+      "communication established",
+      "send queue drained",
+      "path migrated",
+      "path migration request error",
+      "local catastrophic error",
+      "port active",
+      "port error",
+      "LID change",
+      "P_Key change",
+      "SM change",
+      "SRQ catastrophic error",
+      "SRQ limit reached",
+      "last WQE reached",
+      "client reregistration",
+      "GID table change"};
+  const int i = static_cast<int>(event);
+  return i >= 0 && i <= SFV_EVENT_GID_CHANGE ? kNames[i] : "unknown";
+}
+
+}  // extern "C"
+
+}  // namespace softfab::verbs_internal

@@ -1,0 +1,315 @@
+// The conformance suite, receive side: fi_tagged(3) matching (tags, sources,
+// directed and wildcard receives in posting order), unexpected messages, peek,
+// claim and discard, multi-recv buffers, cancel and truncation, through the
+// public sf_* API. Instantiated per backend: today the simulator, and the
+// simulator again under a fault plan; the verbs issue adds Soft-RoCE (rxe), and
+// a backend that cannot run in the current environment is skipped with the
+// reason (tests/conformance_fixture.h).
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "api/softfab/fabric.h"
+#include "tests/conformance_fixture.h"
+
+namespace {
+
+using ::softfab::testing::Fixture;
+using ::softfab::testing::Pattern;
+
+class ConformanceTest : public ::softfab::testing::PerBackendTest {
+ protected:
+  Fixture f;
+};
+
+TEST_P(ConformanceTest, TaggedRoundTrip) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  char out[] = "conformance";
+  char in[32] = {};
+  int rctx = 0, sctx = 0;
+  ASSERT_EQ(sf_trecv(f.peers[1].ep, in, sizeof in, nullptr, SF_ADDR_UNSPEC, 9,
+                     0, &rctx),
+            0);
+  ASSERT_EQ(sf_tsend(f.peers[0].ep, out, sizeof out, nullptr,
+                     f.peers[0].addr[1], 9, &sctx),
+            0);
+  sf_cq_tagged_entry e;
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.op_context, &rctx);
+  EXPECT_EQ(e.len, sizeof out);
+  EXPECT_EQ(e.tag, 9u);
+  EXPECT_EQ(e.flags, SF_RECV | SF_TAGGED);
+  EXPECT_STREQ(in, out);
+  ASSERT_EQ(f.ReadOne(0, &e), 1);
+  EXPECT_EQ(e.op_context, &sctx);
+  sf_addr_t from = 0;
+  // readfrom reports the source as the receiver's AV index.
+  ASSERT_EQ(sf_trecv(f.peers[1].ep, in, sizeof in, nullptr, SF_ADDR_UNSPEC, 1,
+                     0, &rctx),
+            0);
+  ASSERT_EQ(sf_tinject(f.peers[0].ep, out, 4, f.peers[0].addr[1], 1), 0);
+  for (int r = 0; r < 100000; ++r) {
+    const ssize_t n = sf_cq_readfrom(f.peers[1].cq, &e, 1, &from);
+    if (n == 1) break;
+    f.Progress();
+  }
+  EXPECT_EQ(from, f.peers[1].addr[0]);
+}
+
+// Scenario 1: n tagged sends before any receive; receives in reverse order.
+TEST_P(ConformanceTest, UnexpectedMessagesInReverseTagOrder) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  constexpr int kCount = 64;
+  std::vector<std::vector<uint8_t>> msgs(kCount);
+  for (int i = 0; i < kCount; ++i) {
+    msgs[i] = Pattern(1 + 97 * i, i);
+    ASSERT_EQ(sf_tsend(f.peers[0].ep, msgs[i].data(), msgs[i].size(), nullptr,
+                       f.peers[0].addr[1], 500 + i, nullptr),
+              0);
+  }
+  std::vector<sf_cq_tagged_entry> ok;
+  std::vector<sf_cq_err_entry> err;
+  f.Collect(0, kCount, &ok, &err);
+  ASSERT_TRUE(err.empty());
+  for (int i = kCount - 1; i >= 0; --i) {
+    std::vector<uint8_t> in(msgs[i].size() + 8, 0xEE);
+    ASSERT_EQ(sf_trecv(f.peers[1].ep, in.data(), msgs[i].size(), nullptr,
+                       SF_ADDR_UNSPEC, 500 + i, 0, &msgs[i]),
+              0);
+    sf_cq_tagged_entry e;
+    ASSERT_EQ(f.ReadOne(1, &e), 1);
+    ASSERT_EQ(e.op_context, &msgs[i]);
+    ASSERT_EQ(e.len, msgs[i].size());
+    ASSERT_EQ(std::memcmp(in.data(), msgs[i].data(), e.len), 0) << i;
+    for (size_t b = e.len; b < in.size(); ++b) ASSERT_EQ(in[b], 0xEE);
+  }
+}
+
+// Scenario 2: peek, claim, discard with fi_context-style contexts.
+TEST_P(ConformanceTest, PeekClaimDiscard) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  sf_ep* rx = f.peers[1].ep;
+  for (uint64_t tag = 1; tag <= 6; ++tag) {
+    const uint64_t v = tag * 1000;
+    ASSERT_EQ(sf_tsend(f.peers[0].ep, &v, 8, nullptr, f.peers[0].addr[1], tag,
+                       nullptr),
+              0);
+  }
+  std::vector<sf_cq_tagged_entry> ok;
+  std::vector<sf_cq_err_entry> err;
+  f.Collect(0, 6, &ok, &err);
+  auto msg = [](uint64_t tag, uint64_t* buf, sf_context* ctx) {
+    static iovec iov;
+    iov = {buf, buf ? 8u : 0u};
+    sf_msg_tagged m{};
+    m.msg_iov = buf ? &iov : nullptr;
+    m.iov_count = buf ? 1 : 0;
+    m.addr = SF_ADDR_UNSPEC;
+    m.tag = tag;
+    m.context = ctx;
+    return m;
+  };
+  auto expect_enomsg = [&] {
+    sf_cq_tagged_entry e;
+    ASSERT_EQ(f.ReadOne(1, &e), -SF_EAVAIL);
+    sf_cq_err_entry x;
+    ASSERT_EQ(sf_cq_readerr(f.peers[1].cq, &x, 0), 1);
+    EXPECT_EQ(x.err, SF_ENOMSG);
+  };
+  sf_context ctx{};
+  sf_cq_tagged_entry e;
+  sf_msg_tagged m = msg(99, nullptr, &ctx);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK), 0);
+  expect_enomsg();
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK | SF_CLAIM), 0);
+  expect_enomsg();
+  m = msg(1, nullptr, &ctx);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.len, 8u);
+  EXPECT_EQ(e.tag, 1u);
+  // PEEK|CLAIM then CLAIM returns the data.
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK | SF_CLAIM), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  uint64_t got = 0;
+  m = msg(1, &got, &ctx);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_CLAIM), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(got, 1000u);
+  EXPECT_TRUE(e.flags & SF_CLAIM);
+  // PEEK|DISCARD then peek gives ENOMSG.
+  m = msg(2, nullptr, &ctx);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK | SF_DISCARD), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK), 0);
+  expect_enomsg();
+  // PEEK|CLAIM then CLAIM|DISCARD.
+  sf_context ctx3{};
+  m = msg(3, nullptr, &ctx3);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK | SF_CLAIM), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_CLAIM | SF_DISCARD), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  ASSERT_EQ(sf_trecvmsg(rx, &m, SF_PEEK), 0);
+  expect_enomsg();
+  // The rest (4, 5, 6): 6 and 5 in reverse order, then 4.
+  for (uint64_t tag : {6, 5, 4}) {
+    ASSERT_EQ(sf_trecv(rx, &got, 8, nullptr, SF_ADDR_UNSPEC, tag, 0, nullptr),
+              0);
+    ASSERT_EQ(f.ReadOne(1, &e), 1);
+    EXPECT_EQ(got, tag * 1000);
+  }
+  EXPECT_TRUE(f.Quiet(1));
+}
+
+// Scenario 3: one buffer posted as two multi-recv halves.
+TEST_P(ConformanceTest, MultiRecvTwoHalves) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  sf_ep* rx = f.peers[1].ep;
+  const size_t min_free = 100;
+  ASSERT_EQ(sf_setopt(&rx->fid, SF_OPT_ENDPOINT, SF_OPT_MIN_MULTI_RECV,
+                      &min_free, sizeof min_free),
+            0);
+  size_t readback = 0, len = sizeof readback;
+  ASSERT_EQ(sf_getopt(&rx->fid, SF_OPT_ENDPOINT, SF_OPT_MIN_MULTI_RECV,
+                      &readback, &len),
+            0);
+  EXPECT_EQ(readback, min_free);
+  constexpr size_t kHalf = 4096, kMsg = 1000;
+  std::vector<uint8_t> buffer(2 * kHalf);
+  iovec halves[2] = {{buffer.data(), kHalf}, {buffer.data() + kHalf, kHalf}};
+  int ctx[2];
+  for (int h = 0; h < 2; ++h) {
+    sf_msg m{};
+    m.msg_iov = &halves[h];
+    m.iov_count = 1;
+    m.addr = SF_ADDR_UNSPEC;
+    m.context = &ctx[h];
+    ASSERT_EQ(sf_recvmsg(rx, &m, SF_MULTI_RECV), 0);
+  }
+  // 1000-byte messages: 4 fit in a half (96 bytes left < 100: released).
+  constexpr int kCount = 8;
+  for (int i = 0; i < kCount; ++i) {
+    std::vector<uint8_t> v(kMsg, static_cast<uint8_t>(i + 1));
+    ASSERT_EQ(sf_send(f.peers[0].ep, v.data(), v.size(), nullptr,
+                      f.peers[0].addr[1], nullptr),
+              0);
+    sf_cq_tagged_entry e;
+    ASSERT_EQ(f.ReadOne(0, &e), 1);
+  }
+  std::vector<sf_cq_tagged_entry> ok;
+  std::vector<sf_cq_err_entry> err;
+  f.Collect(1, kCount, &ok, &err);
+  ASSERT_TRUE(err.empty());
+  int released = 0;
+  for (int i = 0; i < kCount; ++i) {
+    const int h = i / 4;
+    EXPECT_EQ(ok[i].op_context, &ctx[h]);
+    EXPECT_EQ(ok[i].len, kMsg);
+    uint8_t* want = static_cast<uint8_t*>(halves[h].iov_base) + kMsg * (i % 4);
+    EXPECT_EQ(ok[i].buf, want) << i;
+    EXPECT_EQ(*want, i + 1);
+    if (ok[i].flags & SF_MULTI_RECV) {
+      ++released;
+      EXPECT_EQ(i % 4, 3);
+    }
+  }
+  EXPECT_EQ(released, 2);
+  // Repost works.
+  sf_msg m{};
+  m.msg_iov = &halves[0];
+  m.iov_count = 1;
+  m.addr = SF_ADDR_UNSPEC;
+  m.context = &ctx[0];
+  ASSERT_EQ(sf_recvmsg(rx, &m, SF_MULTI_RECV), 0);
+  ASSERT_EQ(
+      sf_send(f.peers[0].ep, "again", 6, nullptr, f.peers[0].addr[1], nullptr),
+      0);
+  sf_cq_tagged_entry e;
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.buf, buffer.data());
+}
+
+// Scenario 4: cancel.
+TEST_P(ConformanceTest, CancelGivesEcanceledAndNothingElse) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  uint64_t a = 0, b = 0;
+  int ca = 0, cb = 0;
+  ASSERT_EQ(sf_trecv(f.peers[1].ep, &a, 8, nullptr, SF_ADDR_UNSPEC, 1, 0, &ca),
+            0);
+  ASSERT_EQ(sf_trecv(f.peers[1].ep, &b, 8, nullptr, SF_ADDR_UNSPEC, 2, 0, &cb),
+            0);
+  ASSERT_EQ(sf_cancel(&f.peers[1].ep->fid, &ca), 0);
+  EXPECT_EQ(sf_cancel(&f.peers[1].ep->fid, &ca), -SF_ENOENT);
+  sf_cq_tagged_entry e;
+  ASSERT_EQ(f.ReadOne(1, &e), -SF_EAVAIL);
+  sf_cq_err_entry x;
+  ASSERT_EQ(sf_cq_readerr(f.peers[1].cq, &x, 0), 1);
+  EXPECT_EQ(x.err, SF_ECANCELED);
+  EXPECT_EQ(x.op_context, &ca);
+  const uint64_t v = 5;
+  ASSERT_EQ(sf_tinject(f.peers[0].ep, &v, 8, f.peers[0].addr[1], 2), 0);
+  ASSERT_EQ(sf_tinject(f.peers[0].ep, &v, 8, f.peers[0].addr[1], 1), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.op_context, &cb);
+  EXPECT_TRUE(f.Quiet(1));
+  EXPECT_EQ(a, 0u);
+}
+
+// Scenario 8a: truncation.
+TEST_P(ConformanceTest, TruncationErrorWithFullLength) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  for (size_t size : {size_t{600}, size_t{300000}}) {  // eager, rendezvous
+    std::vector<uint8_t> out = Pattern(size, 3);
+    std::vector<uint8_t> in(size / 2 + 16, 0xAB);
+    int ctx = 0;
+    ASSERT_EQ(sf_trecv(f.peers[1].ep, in.data(), size / 2, nullptr,
+                       SF_ADDR_UNSPEC, 5, 0, &ctx),
+              0);
+    ASSERT_EQ(sf_tsend(f.peers[0].ep, out.data(), size, nullptr,
+                       f.peers[0].addr[1], 5, nullptr),
+              0);
+    sf_cq_tagged_entry e;
+    ASSERT_EQ(f.ReadOne(1, &e), -SF_EAVAIL);
+    sf_cq_err_entry x;
+    ASSERT_EQ(sf_cq_readerr(f.peers[1].cq, &x, 0), 1);
+    EXPECT_EQ(x.err, SF_ETRUNC);
+    EXPECT_EQ(x.len + x.olen, size);
+    EXPECT_EQ(std::memcmp(in.data(), out.data(), size / 2), 0);
+    for (size_t i = size / 2; i < in.size(); ++i) ASSERT_EQ(in[i], 0xAB);
+    ASSERT_EQ(f.ReadOne(0, &e), 1);
+  }
+}
+
+// Scenario 8b: directed and wildcard receives interleave by posting order.
+TEST_P(ConformanceTest, DirectedAndWildcardByPostingOrder) {
+  ASSERT_TRUE(f.Open(backend(), 3, 0, SF_DIRECTED_RECV));
+  sf_ep* rx = f.peers[1].ep;
+  uint64_t b[3];
+  int c_any = 0, c_from2 = 0, c_from0 = 0;
+  ASSERT_EQ(sf_trecv(rx, &b[0], 8, nullptr, SF_ADDR_UNSPEC, 0, ~0ull, &c_any),
+            0);
+  ASSERT_EQ(
+      sf_trecv(rx, &b[1], 8, nullptr, f.peers[1].addr[2], 0, ~0ull, &c_from2),
+      0);
+  ASSERT_EQ(
+      sf_trecv(rx, &b[2], 8, nullptr, f.peers[1].addr[0], 0, ~0ull, &c_from0),
+      0);
+  const uint64_t v = 1;
+  sf_cq_tagged_entry e;
+  ASSERT_EQ(sf_tinject(f.peers[2].ep, &v, 8, f.peers[2].addr[1], 3), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.op_context, &c_any);
+  ASSERT_EQ(sf_tinject(f.peers[0].ep, &v, 8, f.peers[0].addr[1], 3), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.op_context, &c_from0);
+  ASSERT_EQ(sf_tinject(f.peers[2].ep, &v, 8, f.peers[2].addr[1], 3), 0);
+  ASSERT_EQ(f.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.op_context, &c_from2);
+}
+
+SOFTFAB_INSTANTIATE_PER_BACKEND(ConformanceTest);
+
+}  // namespace
