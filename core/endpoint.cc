@@ -1,21 +1,18 @@
 #include "core/endpoint.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cassert>
 #include <cstring>
 
 #include "core/flags.h"
+#include "core/internal/endpoint_common.h"
 
 namespace softfab::core {
-namespace {
 
 namespace tp = ::softfab::transport;
 
-constexpr uint32_t kQkey = 0x50F7FAB;
-constexpr uint8_t kPort = 1;
-constexpr size_t kGrhBytes = 40;
-constexpr uint32_t kControlSlots = 256;  // Acks in flight per endpoint.
+namespace {
+
 constexpr int kPollBatch = 32;
 
 // RC: 7 retries of the ack timeout (EndpointAttr::rc_timeout); the core never
@@ -23,93 +20,6 @@ constexpr int kPollBatch = 32;
 constexpr uint8_t kRetryCount = 7;
 constexpr uint8_t kRnrRetryForever = 7;
 constexpr uint8_t kMinRnrTimer = 12;
-
-uint64_t KindOf(uint64_t wr_id) { return wr_id >> 56; }
-uint64_t IndexOf(uint64_t wr_id) { return wr_id & ((uint64_t{1} << 56) - 1); }
-
-size_t IovBytes(const struct iovec* iov, size_t count) {
-  size_t total = 0;
-  for (size_t i = 0; i < count; ++i) total += iov[i].iov_len;
-  return total;
-}
-
-// Copies `len` bytes of `src` into the iov list starting at byte `offset`;
-// returns the bytes copied (stops at the end of the list).
-size_t ScatterInto(const struct iovec* iov, size_t count, size_t offset,
-                   const uint8_t* src, size_t len) {
-  size_t copied = 0;
-  for (size_t i = 0; i < count && copied < len; ++i) {
-    if (offset >= iov[i].iov_len) {
-      offset -= iov[i].iov_len;
-      continue;
-    }
-    const size_t n = std::min(iov[i].iov_len - offset, len - copied);
-    std::memcpy(static_cast<uint8_t*>(iov[i].iov_base) + offset, src + copied,
-                n);
-    copied += n;
-    offset = 0;
-  }
-  return copied;
-}
-
-// Posts one receive of `len` bytes at `addr` (registered under `lkey`) to a
-// QP or an SRQ; both take the same work request.
-template <typename Queue>
-Status PostOneRecv(Queue* queue, uint64_t wr_id, const void* addr, size_t len,
-                   uint32_t lkey) {
-  tp::Sge sge{reinterpret_cast<uint64_t>(addr), static_cast<uint32_t>(len),
-              lkey};
-  tp::RecvWr wr;
-  wr.wr_id = wr_id;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const tp::RecvWr* bad = nullptr;
-  return queue->PostRecv(&wr, &bad);
-}
-
-// The address of an endpoint named `name`, as a RoCE path needs it (GRH).
-tp::AhAttr AhAttrFor(const wire::Name& name) {
-  tp::AhAttr ah;
-  ah.is_global = 1;
-  std::memcpy(ah.grh.dgid.raw, name.gid, 16);
-  ah.grh.hop_limit = 64;
-  ah.dlid = name.lid;
-  ah.port_num = kPort;
-  return ah;
-}
-
-// The error entry for an operation whose success entry would have been `e`.
-CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
-  CqErrEntry x;
-  x.op_context = e.op_context;
-  x.flags = e.flags;
-  x.len = e.len;
-  x.buf = e.buf;
-  x.data = e.data;
-  x.tag = e.tag;
-  x.olen = olen;
-  x.err = err;
-  x.src_addr = e.src_addr;
-  return x;
-}
-
-// A slot of a pool kept as items + free list: a freed one if any, else a new
-// one at the end (so pools only grow as far as the peak needs).
-template <typename Items>
-uint32_t TakeSlot(Items& items, std::vector<uint32_t>& free) {
-  if (!free.empty()) {
-    const uint32_t slot = free.back();
-    free.pop_back();
-    return slot;
-  }
-  items.emplace_back();
-  return static_cast<uint32_t>(items.size() - 1);
-}
-
-uint64_t LoadWord(const uint64_t& word) {
-  // Written by the (simulated or real) HCA on a peer's RDMA WRITE.
-  return std::atomic_ref<const uint64_t>(word).load(std::memory_order_acquire);
-}
 
 }  // namespace
 
@@ -153,13 +63,13 @@ Status Endpoint::Init() {
   if (Status s = device_->QueryDevice(&dev); !s.ok()) return s;
 
   const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
-  const int32_t send_cqe =
-      static_cast<int32_t>(send_depth + attr_.peers_max + kCmBuffers + 64);
+  const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
+                                                CmChannel::kBuffers + 64);
   rx_bounce_max_ =
       std::min<uint32_t>(static_cast<uint32_t>(dev.max_srq_wr),
                          std::max<uint32_t>(attr_.credits, attr_.credits * 16));
   const int32_t recv_cqe = static_cast<int32_t>(
-      std::max(rx_bounce_max_, attr_.rx_size) + kCmBuffers + 64);
+      std::max(rx_bounce_max_, attr_.rx_size) + CmChannel::kBuffers + 64);
   auto scq = device_->CreateCq(send_cqe);
   if (!scq.ok()) return scq.status();
   send_cq_ = *scq;
@@ -253,50 +163,22 @@ Status Endpoint::InitRdm() {
   rx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
   tx_bounce_.assign(
       tx_slot_bytes_ * attr_.tx_size + wire::kHeaderBytes * kControlSlots, 0);
-  cm_buffers_.assign(kCmSlotBytes * kCmBuffers * 2, 0);
-  credit_words_.assign(attr_.peers_max, 0);
-  credit_sources_.assign(attr_.peers_max, 0);
-  auto reg = [&](void* p, size_t n, uint32_t access,
-                 tp::MemoryRegion** out) -> Status {
-    auto mr = pd_->RegMr(p, n, access);
-    if (!mr.ok()) return mr.status();
-    *out = *mr;
-    return Status::Ok();
-  };
-  if (Status s = reg(tx_bounce_.data(), tx_bounce_.size(), 0, &tx_mr_);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = reg(cm_buffers_.data(), cm_buffers_.size(),
-                     tp::kAccessLocalWrite, &cm_mr_);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s =
-          reg(credit_words_.data(), credit_words_.size() * 8,
-              tp::kAccessLocalWrite | tp::kAccessRemoteWrite, &credit_mr_);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = reg(credit_sources_.data(), credit_sources_.size() * 8, 0,
-                     &source_mr_);
+  // Registered in this order (the device hands out keys in order): tx
+  // slots, the CM's slots, credit words, credit sources.
+  auto tx = pd_->RegMr(tx_bounce_.data(), tx_bounce_.size(), 0);
+  if (!tx.ok()) return tx.status();
+  tx_mr_ = *tx;
+  if (Status s = cm_.Register(pd_); !s.ok()) return s;
+  if (Status s = credits_.Register(pd_, attr_.peers_max, attr_.credits);
       !s.ok()) {
     return s;
   }
 
   // The CM's UD QP.
-  auto qp = NewUdQp(kCmBuffers, kCmBuffers);
+  auto qp = NewUdQp(CmChannel::kBuffers, CmChannel::kBuffers);
   if (!qp.ok()) return qp.status();
   cm_qp_ = *qp;
-  for (uint32_t i = 0; i < kCmBuffers; ++i) {
-    if (Status s = PostOneRecv(cm_qp_, WrId(kWrCmRecv, i),
-                               cm_buffers_.data() + i * kCmSlotBytes,
-                               kCmSlotBytes, cm_mr_->lkey());
-        !s.ok()) {
-      return s;
-    }
-  }
-  return Status::Ok();
+  return cm_.Start(cm_qp_);
 }
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
@@ -370,10 +252,10 @@ Endpoint::~Endpoint() {
     }
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
-  for (tp::MemoryRegion* mr :
-       {tx_mr_, cm_mr_, credit_mr_, source_mr_, dgram_mr_}) {
-    if (mr) (void)mr->Destroy();
-  }
+  if (tx_mr_) (void)tx_mr_->Destroy();
+  cm_.Deregister();
+  credits_.Deregister();
+  if (dgram_mr_) (void)dgram_mr_->Destroy();
   for (tp::MemoryRegion* mr : rx_chunk_mrs_) (void)mr->Destroy();
   if (send_cq_) (void)send_cq_->Destroy();
   if (recv_cq_) (void)recv_cq_->Destroy();
@@ -538,11 +420,6 @@ uint64_t Endpoint::SourceOf(uint32_t peer) const {
     p.source_generation = av_->generation();
   }
   return p.source;
-}
-
-uint64_t Endpoint::AvailableCredits(const Peer& peer) const {
-  const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
-  return peer.granted + LoadWord(credit_words_[index]) - peer.sends;
 }
 
 // ------------------------------------------------------------------- send
@@ -765,7 +642,7 @@ Status Endpoint::PostTx(uint32_t index) {
   wr.send_flags = tp::kSendSignaled;
   const tp::SendWr* bad = nullptr;
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
-  ++p.sends;
+  Credits::Spend(p.credits);
   ++p.sq_outstanding;
   ++p.in_flight;
   op.sent = true;
@@ -845,7 +722,7 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   wr.send_flags = tp::kSendSignaled | tp::kSendInline;
   const tp::SendWr* bad = nullptr;
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
-  ++p.sends;
+  Credits::Spend(p.credits);
   ++p.sq_outstanding;
   return Status::Ok();
 }
@@ -1493,49 +1370,6 @@ Status Endpoint::RepostBounce(uint32_t index) {
                      rx_chunk_mrs_[index / attr_.credits]->lkey());
 }
 
-void Endpoint::ReturnCredit(uint32_t peer) {
-  Peer& p = peers_[peer];
-  ++p.freed;
-  const uint64_t batch = std::max<uint64_t>(1, attr_.credits / 4);
-  if (!p.credit_write_pending && p.freed - p.freed_written >= batch) {
-    p.credit_write_pending = true;
-    credit_dirty_.push_back(peer);
-  }
-}
-
-void Endpoint::FlushCreditWrites() {
-  size_t kept = 0;
-  for (size_t i = 0; i < credit_dirty_.size(); ++i) {
-    const uint32_t peer = credit_dirty_[i];
-    Peer& p = peers_[peer];
-    if (!CanSend(p) || p.sq_outstanding >= attr_.tx_size + 8) {
-      credit_dirty_[kept++] = peer;
-      continue;
-    }
-    credit_sources_[peer] = p.freed;
-    tp::Sge sge{reinterpret_cast<uint64_t>(&credit_sources_[peer]), 8,
-                source_mr_->lkey()};
-    tp::SendWr wr;
-    wr.wr_id = WrId(kWrCredit, peer);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = tp::WrOpcode::kRdmaWrite;
-    wr.send_flags = tp::kSendSignaled;
-    wr.rdma.remote_addr = p.remote_credit_addr;
-    wr.rdma.rkey = p.remote_credit_rkey;
-    const tp::SendWr* bad = nullptr;
-    if (!p.qp->PostSend(&wr, &bad).ok()) {
-      credit_dirty_[kept++] = peer;
-      continue;
-    }
-    ++stats_.credit_writes;
-    ++p.sq_outstanding;
-    p.freed_written = p.freed;
-    p.credit_write_pending = false;
-  }
-  credit_dirty_.resize(kept);
-}
-
 void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   bool return_credit = true;
   const uint32_t index = static_cast<uint32_t>(IndexOf(wc.wr_id));
@@ -1690,8 +1524,8 @@ Status Endpoint::StartConnect(uint32_t peer) {
   auto qp = NewRcQp();
   if (!qp.ok()) return qp.status();
   p.qp = *qp;
-  p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
-  p.request_id = next_request_id_++;
+  p.psn = cm_.NextPsn();
+  p.request_id = cm_.NextRequestId();
   p.state = PeerState::kConnecting;
   MarkBusy(peer);
   p.retries = 0;
@@ -1718,8 +1552,8 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.from = name_;
   m.rc_qpn = p.qp ? p.qp->qp_num() : 0;
   m.psn = p.psn;
-  m.credit_addr = reinterpret_cast<uint64_t>(&credit_words_[peer]);
-  m.credit_rkey = credit_mr_->rkey();
+  m.credit_addr = credits_.word_address(peer);
+  m.credit_rkey = credits_.word_rkey();
   m.credits = attr_.credits;
   m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
@@ -1733,23 +1567,7 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
     m.data_len = cm_data_len_;
     std::memcpy(m.data, cm_data_, cm_data_len_);
   }
-  // Send slots follow the receive slots in cm_buffers_.
-  const uint32_t slot = kCmBuffers + (cm_send_next_++ % kCmBuffers);
-  uint8_t* buf = cm_buffers_.data() + slot * kCmSlotBytes;
-  wire::EncodeCm(m, buf);
-  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
-              static_cast<uint32_t>(wire::CmSize(m)), cm_mr_->lkey()};
-  tp::SendWr wr;
-  wr.wr_id = WrId(kWrCmSend, slot);
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = tp::WrOpcode::kSend;
-  wr.send_flags = tp::kSendSignaled;
-  wr.ud.ah = p.ah;
-  wr.ud.remote_qpn = p.name.cm_qpn;
-  wr.ud.remote_qkey = p.name.qkey;
-  const tp::SendWr* bad = nullptr;
-  return cm_qp_->PostSend(&wr, &bad);
+  return cm_.Send(m, p.ah, p.name);
 }
 
 void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
@@ -1776,16 +1594,14 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
       auto qp = NewRcQp();
       if (!qp.ok()) return;
       p.qp = *qp;
-      p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
+      p.psn = cm_.NextPsn();
     }
     if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
       FailPeer(peer, EIO);
       return;
     }
     p.answered_id = m.request_id;
-    p.granted = m.credits;
-    p.remote_credit_addr = m.credit_addr;
-    p.remote_credit_rkey = m.credit_rkey;
+    Credits::Grant(p.credits, m);
     p.peer_buffered_min = m.buffered_min;
     // Buffers first (OnConnected posts them), then the reply that lets the
     // peer send. Not ready to send ourselves until they do.
@@ -1820,9 +1636,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     FailPeer(peer, EIO);
     return;
   }
-  p.granted = m.credits;
-  p.remote_credit_addr = m.credit_addr;
-  p.remote_credit_rkey = m.credit_rkey;
+  Credits::Grant(p.credits, m);
   p.peer_buffered_min = m.buffered_min;
   OnConnected(peer, /*ready=*/true);  // They reached RTS before replying.
 }
@@ -1960,7 +1774,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   const uint32_t peer = FindOrAddPeer(m.from);
   Peer& p = peers_[peer];
   p.qp = *qp;
-  p.psn = (next_psn_ += 0x1000) & 0xFFFFFF;
+  p.psn = cm_.NextPsn();
   if (Status s = ConnectQp(p, m.rc_qpn, m.psn); !s.ok()) {
     // Nothing stays behind: the call can be retried.
     (void)p.qp->Destroy();
@@ -1971,9 +1785,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   req.decided = true;
   SetCmData(data, len);
   p.answered_id = m.request_id;
-  p.granted = m.credits;
-  p.remote_credit_addr = m.credit_addr;
-  p.remote_credit_rkey = m.credit_rkey;
+  Credits::Grant(p.credits, m);
   p.peer_buffered_min = m.buffered_min;
   accepted_ = true;
   OnConnected(peer, /*ready=*/false);
@@ -2105,9 +1917,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       peer_by_name_.emplace(m.from, 0);
       if (p.ah) (void)p.ah->Destroy();
       p.ah = nullptr;
-      p.granted = m.credits;
-      p.remote_credit_addr = m.credit_addr;
-      p.remote_credit_rkey = m.credit_rkey;
+      Credits::Grant(p.credits, m);
       p.peer_buffered_min = m.buffered_min;
       OnConnected(0, /*ready=*/true);
       if (p.state != PeerState::kConnected) return;
@@ -2201,16 +2011,10 @@ void Endpoint::Progress() {
     } else if (kind == kWrDgramRecv) {
       OnDgram(wc[0]);
     } else if (kind == kWrCmRecv) {
-      const uint32_t i = static_cast<uint32_t>(IndexOf(wc[0].wr_id));
-      uint8_t* buf = cm_buffers_.data() + i * kCmSlotBytes;
-      if (wc[0].status == tp::WcStatus::kSuccess &&
-          wc[0].byte_len > kGrhBytes) {
-        OnCm(buf + kGrhBytes, wc[0].byte_len - kGrhBytes);
-      }
-      if (wc[0].status != tp::WcStatus::kWrFlushErr) {
-        (void)PostOneRecv(cm_qp_, wc[0].wr_id, buf, kCmSlotBytes,
-                          cm_mr_->lkey());
-      }
+      const uint8_t* msg = nullptr;
+      size_t len = 0;
+      if (cm_.Received(wc[0], &msg, &len)) OnCm(msg, len);
+      cm_.Repost(wc[0]);
     }
   }
   while (true) {
@@ -2243,7 +2047,7 @@ void Endpoint::Progress() {
   // Timers and queued work only concern the peers on the busy list (in the
   // order they joined it), so an idle connection costs progress nothing.
   if (busy_.empty() && !accepted_ && !disconnect_pending_ &&
-      credit_dirty_.empty()) {
+      !credits_.writes_due()) {
     return;
   }
   const uint64_t now = device_->clock().NowNs();

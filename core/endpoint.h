@@ -38,7 +38,9 @@
 #include <vector>
 
 #include "core/address_vector.h"
+#include "core/cm_channel.h"
 #include "core/completion_queue.h"
+#include "core/credits.h"
 #include "core/event_queue.h"
 #include "core/flags.h"
 #include "core/matcher.h"
@@ -352,21 +354,12 @@ class Endpoint {
     uint32_t remote_qpn = 0;
     uint64_t retry_at_ns = 0;
     uint32_t retries = 0;
-    // Credits we may spend: granted + returned_total (written by the peer into
-    // credit_words_[index]) - sends.
-    uint64_t granted = 0;
-    uint64_t sends = 0;
-    // Credits we owe the peer: buffers of theirs we have consumed and freed.
-    uint64_t freed = 0;
-    uint64_t freed_written = 0;
-    bool credit_write_pending = false;
-    uint64_t remote_credit_addr = 0;
+    PeerCredits credits;
     uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
     // A listener's entry: the request it reported (to see it decided) and
     // when the connector was last heard from.
     std::shared_ptr<const ConnRequest> request;
     uint64_t last_heard_ns = 0;
-    uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
     uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
@@ -415,28 +408,16 @@ class Endpoint {
     transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
   };
 
-  // wr_id layout: kind in the top byte, index below.
-  enum WrKind : uint64_t {
-    kWrTx = 1,
-    kWrRxBounce = 2,
-    kWrCmSend = 3,
-    kWrCmRecv = 4,
-    kWrCredit = 5,
-    kWrAck = 6,
-    kWrRead = 7,
-    kWrDgramRecv = 8,
-  };
-  static uint64_t WrId(WrKind kind, uint64_t index) {
-    return (uint64_t{kind} << 56) | index;
-  }
-
   // Sending.
   // Enabled, and a usable iov list (what every post checks first).
   Status CheckPostable(const struct iovec* iov, size_t count) const;
   Status CheckSend(const SendArgs& args, size_t* len) const;
   StatusOr<uint32_t> PeerFor(uint64_t dest);
   uint32_t FindOrAddPeer(const wire::Name& name);
-  uint64_t AvailableCredits(const Peer& peer) const;
+  uint64_t AvailableCredits(const Peer& peer) const {
+    const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
+    return credits_.Available(peer.credits, index);
+  }
   // Takes a tx slot and a CQ reservation for a send of `len` bytes to
   // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
   StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
@@ -551,29 +532,21 @@ class Endpoint {
   transport::CompletionQueue* recv_cq_ = nullptr;
   transport::SharedReceiveQueue* srq_ = nullptr;
   transport::QueuePair* cm_qp_ = nullptr;
+  CmChannel cm_;
+  Credits credits_;
 
-  // Registered memory: tx bounce slots, rx bounce buffers, CM buffers, credit
-  // words (written by peers) and credit sources (what we write to them).
+  // Registered memory: tx bounce slots and rx bounce buffers (the CM's and the
+  // credits' are in cm_ and credits_).
   std::vector<uint8_t> tx_bounce_;
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
   std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;
   std::vector<transport::MemoryRegion*> rx_chunk_mrs_;
   uint32_t rx_bounce_max_ = 0;
-  std::vector<uint8_t> cm_buffers_;
-  std::vector<uint64_t> credit_words_;
-  std::vector<uint64_t> credit_sources_;
   transport::MemoryRegion* tx_mr_ = nullptr;
-  transport::MemoryRegion* cm_mr_ = nullptr;
-  transport::MemoryRegion* credit_mr_ = nullptr;
-  transport::MemoryRegion* source_mr_ = nullptr;
   size_t tx_slot_bytes_ = 0;
   size_t rx_slot_bytes_ = 0;
   uint32_t rx_bounce_count_ = 0;
-  static constexpr uint32_t kCmBuffers = 32;
-  static constexpr size_t kCmSlotBytes = 40 + 128;  // GRH + message.
-  static_assert(wire::kCmMaxBytes <= kCmSlotBytes - 40);
-  uint32_t cm_send_next_ = 0;
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
   std::vector<uint8_t> dgram_rx_;
   transport::MemoryRegion* dgram_mr_ = nullptr;
@@ -592,14 +565,11 @@ class Endpoint {
   std::map<uint32_t, uint32_t> peer_by_qpn_;
   std::vector<uint32_t> peer_of_dest_;  // AV index -> peer (kNil: unknown).
   uint64_t peer_of_dest_generation_ = ~uint64_t{0};
-  std::vector<uint32_t> credit_dirty_;  // Peers with credits to write back.
   // Peers with queued work (sends, acks, READs) or connecting: what progress
   // looks at beyond the CQs.
   std::vector<uint32_t> busy_;
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
 
-  uint64_t next_request_id_ = 1;
-  uint32_t next_psn_ = 0x1000;
   Stats stats_;
 };
 
