@@ -1,5 +1,6 @@
 // Credits (see credits.h): registering the credit words, batching returns and
-// writing running totals back to the peers.
+// writing running totals back to the peers; and the endpoint's two ways in
+// (a consumed buffer's credit, the write-backs progress flushes).
 #include "core/credits.h"
 
 #include <algorithm>
