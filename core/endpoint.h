@@ -22,6 +22,23 @@
 //   message and acknowledged it; match-complete when a receive matched it (or
 //   it was discarded) and the target acknowledged that.
 //
+// Where each part lives (laid out like libfabric's rxm provider and UCX's ucp):
+// - endpoint.cc: set-up (Create, Init, the UD QP), teardown, binds, options,
+//   the peer table.
+// - wireup.cc: the RDM connection manager (requests, replies, retries); RC QP
+//   set-up and peer failure for both endpoint types.
+// - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
+// - cm_channel.{h,cc}: the CM's datagram slots, PSN and request-id sequences.
+// - send.cc: every send (checks, tx slots, posting, completion levels), acks.
+// - message_arrival.cc: bounce buffers; acks and messages arriving, matched
+//   against receives or kept as unexpected.
+// - rendezvous.cc: the sender exposes its buffer, the target READs it.
+// - credits.{h,cc}: credit flow control and write-backs.
+// - rx_context.{h,cc}: RxContext; posting, multi-recv, cancel, completions.
+// - peek_claim_discard.cc: FI_PEEK/FI_CLAIM/FI_DISCARD, buffered receives.
+// - dgram.cc: FI_EP_DGRAM over the UD QP.
+// - progress.cc: CQ polling and dispatch, timers, queued work.
+//
 // Not thread-safe: the owner serialises calls (manual progress).
 #ifndef SOFTFAB_CORE_ENDPOINT_H_
 #define SOFTFAB_CORE_ENDPOINT_H_
@@ -38,10 +55,13 @@
 #include <vector>
 
 #include "core/address_vector.h"
+#include "core/cm_channel.h"
 #include "core/completion_queue.h"
+#include "core/credits.h"
 #include "core/event_queue.h"
 #include "core/flags.h"
 #include "core/matcher.h"
+#include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
 #include "core/status.h"
 #include "core/transport.h"
 #include "core/wire.h"
@@ -72,7 +92,7 @@ struct EndpointAttr {
 
 // desc[i], when given, is the registration covering iov[i] (the API layer
 // validates it); without one the core copies (eager) or registers on the fly
-// (rendezvous).
+// (rendezvous). RecvArgs, the receive's arguments, is in core/rx_context.h.
 
 // One send of any flavour (send, sendv, sendmsg, inject, senddata, t*).
 struct SendArgs {
@@ -85,140 +105,6 @@ struct SendArgs {
   void* context = nullptr;
   uint64_t flags = 0;  // kRemoteCqData, kInject, kCompletion, levels, ...
   bool tagged = false;
-};
-
-// One receive of any flavour (recv, recvv, recvmsg, t*).
-struct RecvArgs {
-  const struct iovec* iov = nullptr;
-  size_t iov_count = 0;
-  transport::MemoryRegion* const* desc = nullptr;
-  uint64_t src = kAnySource;
-  uint64_t tag = 0;
-  uint64_t ignore = 0;
-  void* context = nullptr;
-  uint64_t flags = 0;  // kMultiRecv, kPeek, kClaim, kDiscard, kCompletion.
-  bool tagged = false;
-};
-
-// The op_context of a buffered receive's entry; struct sf_recv_context has
-// this layout (fi_msg(3), "Buffered Receives").
-struct RecvContext {
-  void* ep = nullptr;
-  void* context = nullptr;
-};
-
-class Endpoint;
-
-// The receive side: posted receives, messages that arrived before a receive
-// (or are held for FI_BUFFERED_RECV) and the two matchers. Every endpoint has
-// one of its own unless it is bound to a shared one (fi_srx_context, with
-// rpma_srq_recv's semantics: an unordered set of receives that messages
-// arriving at any of its endpoints complete, in any order).
-//
-// A shared context reports every receive completion to one CQ: the endpoints
-// bound to it must bind the same receive CQ (Enable checks), and receives are
-// posted once an endpoint using it is enabled. Not thread-safe.
-class RxContext {
- public:
-  struct Attr {
-    uint32_t size = 256;  // Receives posted at once.
-    uint64_t caps = 0;    // kDirectedRecv.
-    // FI_BUFFERED_RECV mode (or FI_VARIABLE_MSG): messages land in softfab's
-    // buffers and are reported at once; the application claims or discards
-    // them (fi_msg(3), "Buffered Receives").
-    bool buffered = false;
-    size_t buffered_limit = 8192;  // FI_OPT_BUFFERED_LIMIT.
-  };
-  // An endpoint's own context (Endpoint::Create makes it).
-  static StatusOr<std::unique_ptr<RxContext>> Create(const Attr& attr);
-  // A context endpoints share (fi_srx_context); it must outlive them.
-  static StatusOr<std::unique_ptr<RxContext>> CreateShared(const Attr& attr);
-  ~RxContext();
-  RxContext(const RxContext&) = delete;
-  RxContext& operator=(const RxContext&) = delete;
-
-  const Attr& attr() const { return attr_; }
-  // What a buffered receive's RecvContext::ep holds for untagged messages
-  // (the API's endpoint or shared context object).
-  void set_user_handle(void* handle) { user_handle_ = handle; }
-
-  // Posting to the context itself (a shared one): run by the first enabled
-  // endpoint bound to it. EINVAL while there is none.
-  Status Recv(const RecvArgs& args);
-  Status Cancel(void* context);
-  Status SetMinMultiRecv(size_t bytes);
-  size_t min_multi_recv() const { return min_multi_recv_; }
-  // FI_OPT_BUFFERED_LIMIT: up to the endpoints' eager_max; before any
-  // endpoint using the context is enabled.
-  Status SetBufferedLimit(size_t bytes);
-  size_t endpoint_count() const { return endpoints_.size(); }
-  // The CQ its completions go to (the one its endpoints bound), or null.
-  const CompletionQueue* bound_cq() const { return cq_; }
-  // No receive posted and no message held.
-  bool Idle() const;
-  // Runs every bound endpoint's progress.
-  void ProgressAll();
-
- private:
-  friend class Endpoint;
-  static constexpr size_t kIovMax = 4;
-
-  struct RxOp {
-    bool used = false;
-    void* context = nullptr;
-    struct iovec iov[kIovMax];
-    size_t iov_count = 0;
-    size_t len = 0;       // Sum of iov lengths.
-    size_t consumed = 0;  // Multi-recv: bytes handed out.
-    uint64_t flags = 0;   // Posting flags.
-    bool tagged = false;
-    bool wants_entry = false;  // Writes a CQ entry on success.
-    // Buffered mode: a tag posted without a buffer; a match reports the
-    // message in softfab's buffer (op_context: a RecvContext).
-    bool tag_only = false;
-    ReceiveHandle handle;  // While queued in the matcher.
-    transport::MemoryRegion* desc[kIovMax] = {};
-    // Rendezvous READs into this buffer still in flight, and (multi-recv)
-    // whether the buffer is released: the release flag goes on the last entry.
-    uint32_t reads_pending = 0;
-    bool released = false;
-    bool release_reported = false;
-  };
-
-  struct Unexpected {
-    bool used = false;
-    bool credit_held = false;  // Its credit returns when it is consumed.
-    Endpoint* ep = nullptr;    // The endpoint it arrived at.
-    uint32_t peer = 0;         // That endpoint's peer index.
-    MessageHandle handle;
-    wire::Header header;
-    std::vector<uint8_t> payload;  // Eager data, or a rendezvous prefix.
-    // Buffered mode: its place in recv_contexts_ (kNil: not reported).
-    uint32_t recv_context = internal::kNil;
-  };
-
-  explicit RxContext(const Attr& attr);
-  Endpoint* Runner() const {
-    return endpoints_.empty() ? nullptr : endpoints_.front();
-  }
-
-  Attr attr_;
-  void* user_handle_ = nullptr;
-  CompletionQueue* cq_ = nullptr;
-  bool selective_ = false;
-  AddressVector* av_ = nullptr;
-  std::vector<Endpoint*> endpoints_;  // Enabled ones, in bind order.
-  bool shared_ = false;
-  std::vector<RxOp> ops_;
-  std::vector<uint32_t> free_;
-  std::vector<uint32_t> of_handle_[2];  // [tagged] receive handle -> RxOp
-  std::vector<Unexpected> unexpected_;
-  std::vector<uint32_t> unexpected_free_;
-  TagMatcher matchers_[2];  // [0]: untagged (fi_msg), [1]: tagged.
-  size_t min_multi_recv_ = 8192;
-  // Buffered receives: stable addresses handed out as op_context.
-  std::deque<RecvContext> recv_contexts_;
-  std::vector<uint32_t> recv_contexts_free_;
 };
 
 class Endpoint {
@@ -326,12 +212,9 @@ class Endpoint {
            const EndpointAttr& attr);
   Status Init();
   Status InitRdm();
-  Status InitDgram();
   // A UD QP in RTS with our Q_Key (the RDM CM's, or the DGRAM data QP).
   StatusOr<transport::QueuePair*> NewUdQp(uint32_t send_depth,
                                           uint32_t recv_depth);
-  Status SendDgram(const SendArgs& args, size_t len);
-  void OnDgram(const transport::WorkCompletion& wc);
 
   enum class PeerState : uint8_t { kIdle, kConnecting, kConnected, kFailed };
   struct Peer {
@@ -352,21 +235,12 @@ class Endpoint {
     uint32_t remote_qpn = 0;
     uint64_t retry_at_ns = 0;
     uint32_t retries = 0;
-    // Credits we may spend: granted + returned_total (written by the peer into
-    // credit_words_[index]) - sends.
-    uint64_t granted = 0;
-    uint64_t sends = 0;
-    // Credits we owe the peer: buffers of theirs we have consumed and freed.
-    uint64_t freed = 0;
-    uint64_t freed_written = 0;
-    bool credit_write_pending = false;
-    uint64_t remote_credit_addr = 0;
+    PeerCredits credits;
     uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
     // A listener's entry: the request it reported (to see it decided) and
     // when the connector was last heard from.
     std::shared_ptr<const ConnRequest> request;
     uint64_t last_heard_ns = 0;
-    uint32_t remote_credit_rkey = 0;
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
     uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
@@ -415,56 +289,48 @@ class Endpoint {
     transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
   };
 
-  // wr_id layout: kind in the top byte, index below.
-  enum WrKind : uint64_t {
-    kWrTx = 1,
-    kWrRxBounce = 2,
-    kWrCmSend = 3,
-    kWrCmRecv = 4,
-    kWrCredit = 5,
-    kWrAck = 6,
-    kWrRead = 7,
-    kWrDgramRecv = 8,
-  };
-  static uint64_t WrId(WrKind kind, uint64_t index) {
-    return (uint64_t{kind} << 56) | index;
+  static bool CanSend(const Peer& p) {
+    return p.state == PeerState::kConnected && p.ready;
   }
 
-  // Sending.
+  // Peers (endpoint.cc).
+  StatusOr<uint32_t> PeerFor(uint64_t dest);
+  uint32_t FindOrAddPeer(const wire::Name& name);
+  uint64_t SourceOf(uint32_t peer) const;
+
+  // Sending (send.cc).
   // Enabled, and a usable iov list (what every post checks first).
   Status CheckPostable(const struct iovec* iov, size_t count) const;
   Status CheckSend(const SendArgs& args, size_t* len) const;
-  StatusOr<uint32_t> PeerFor(uint64_t dest);
-  uint32_t FindOrAddPeer(const wire::Name& name);
-  uint64_t AvailableCredits(const Peer& peer) const;
   // Takes a tx slot and a CQ reservation for a send of `len` bytes to
   // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
   StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
   Status PostTx(uint32_t op_index);
   void CompleteTx(uint32_t op_index, int err);
   void MaybeFinishTx(uint32_t op_index);
+  // Releases tx slot `index` (and its rendezvous registration).
+  void FreeTx(uint32_t index);
   // Sends an ack now, or queues it until the peer has a credit again.
   void SendAck(uint32_t peer, uint64_t msg_id, wire::Op op = wire::Op::kAck);
   Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
 
-  // Receiving.
-  Status CheckRecv(const RecvArgs& args) const;
-  void OnBounce(const transport::WorkCompletion& wc);
-  void Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-               const uint8_t* payload, size_t payload_len);
-  // Rendezvous: READ the payload into receive `rx_index` (any capacity;
-  // truncates), then kReadDone to the sender.
+  // Rendezvous (rendezvous.cc).
+  // Registers (or gathers and registers) the payload of tx op `op_index` for
+  // the target to READ, and puts where it is in its header.
+  Status ExposeForRead(uint32_t op_index, const SendArgs& args, size_t len);
+  // READ the payload into receive `rx_index` (any capacity; truncates), then
+  // kReadDone to the sender.
   void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
                  uint64_t cq_flags);
   void OnReadDone(uint32_t read_index, bool ok);
   Status PostRead(uint32_t read_index);
-  // Fills the common fields of a receive's entry for a message from `peer`.
-  CqEntry RecvEntry(const RxOp& r, uint32_t peer, const wire::Header& h) const;
-  // Multi-recv bookkeeping after `bytes` more were handed out; true when the
-  // buffer was released by it.
-  bool ConsumeMulti(uint32_t rx_index, size_t bytes);
-  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
-                  size_t olen);
+
+  // What arrives on RC connections (message_arrival.cc).
+  void OnBounce(const transport::WorkCompletion& wc);
+  // A message arrived from `peer`: matched, or kept as unexpected. False when
+  // its credit is withheld until a receive takes it.
+  bool OnMessage(uint32_t peer, const wire::Header& h, const uint8_t* payload,
+                 size_t len);
   Status RepostBounce(uint32_t index);
   uint8_t* BounceAt(uint32_t index) const {
     return rx_chunks_[index / attr_.credits].get() +
@@ -472,27 +338,39 @@ class Endpoint {
   }
   // Posts one more chunk of bounce buffers, if the SRQ has room for it.
   Status AddBounceChunk();
-  void ReturnCredit(uint32_t peer);
-  // A buffered unexpected message was taken (matched, claimed, discarded).
-  void ReleaseUnexpected(uint32_t index);
+
+  // The receive side (rx_context.cc).
+  Status CheckRecv(const RecvArgs& args) const;
   // Takes a receive slot for `a` (the caller checked one is free).
   uint32_t NewRxOp(const RecvArgs& a, bool wants_entry);
-  // A message arrived from `peer`: matched, or kept as unexpected. False when
-  // its credit is withheld until a receive takes it.
-  bool OnMessage(uint32_t peer, const wire::Header& h, const uint8_t* payload,
-                 size_t len);
+  void Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
+               const uint8_t* payload, size_t payload_len);
+  // Fills the common fields of a receive's entry for a message from `peer`.
+  CqEntry RecvEntry(const RxOp& r, uint32_t peer, const wire::Header& h) const;
+  // Multi-recv bookkeeping after `bytes` more were handed out; true when the
+  // buffer was released by it.
+  bool ConsumeMulti(uint32_t rx_index, size_t bytes);
+  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
+                  size_t olen);
+  // A buffered unexpected message was taken (matched, claimed, discarded).
+  void ReleaseUnexpected(uint32_t index);
+
+  // Peek, claim, discard and buffered receives (peek_claim_discard.cc).
+  Status HandlePeekClaimDiscard(const RecvArgs& args);
   // Buffered mode: reports held message `ui` (which arrived here), with a
   // RecvContext as op_context; `rx_index` is the tag receive it matched
   // (kNil: untagged, reported on arrival).
   void ReportBuffered(uint32_t ui, uint32_t rx_index);
-  void FlushCreditWrites();
-  // Releases tx slot `index` (and its rendezvous registration).
-  void FreeTx(uint32_t index);
-  void MarkBusy(uint32_t peer);
-  uint64_t SourceOf(uint32_t peer) const;
-  Status HandlePeekClaimDiscard(const RecvArgs& args);
 
-  // Connection management.
+  // Credits (credits.cc).
+  uint64_t AvailableCredits(const Peer& peer) const {
+    const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
+    return credits_.Available(peer.credits, index);
+  }
+  void ReturnCredit(uint32_t peer);
+  void FlushCreditWrites();
+
+  // Connection management (wireup.cc).
   Status StartConnect(uint32_t peer);
   Status SendCm(uint32_t peer, wire::CmType type);
   void OnCm(const uint8_t* bytes, size_t len);
@@ -502,23 +380,33 @@ class Endpoint {
   // Marks `peer` failed (its queued sends complete with `err`); on an
   // FI_EP_MSG endpoint also reports it on the event queue.
   void FailPeer(uint32_t peer, int err, const wire::CmMessage* cm = nullptr);
+  // The next CM retry for `p`, cm_retry_ns after `now`.
+  void ArmCmTimer(Peer& p, uint64_t now);
+  // Resends the requests of connecting peers whose timer ran out; fails
+  // those out of retries.
+  void RetryConnects(uint64_t now);
+  wire::CmType RequestType() const {
+    return attr_.type == EndpointType::kMsg ? wire::CmType::kConnect
+                                            : wire::CmType::kRequest;
+  }
+
+  // FI_EP_MSG connections (msg_connection.cc).
   void OnMsgCm(const wire::CmMessage& m);
   void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len);
   void MsgTimers(uint64_t now);
   // Connect/Accept preconditions (`not_msg`: the error for a wrong type).
   Status CheckStartCm(const char* not_msg, const void* data, size_t len) const;
   void SetCmData(const void* data, size_t len);  // Private data we send.
-  // The next CM retry for `p`, cm_retry_ns after `now`.
-  void ArmCmTimer(Peer& p, uint64_t now);
   // A listener's peer entry that may serve a new connector (table full).
   std::optional<uint32_t> ListenerSlotToReuse(uint64_t now) const;
-  wire::CmType RequestType() const {
-    return attr_.type == EndpointType::kMsg ? wire::CmType::kConnect
-                                            : wire::CmType::kRequest;
-  }
-  static bool CanSend(const Peer& p) {
-    return p.state == PeerState::kConnected && p.ready;
-  }
+
+  // FI_EP_DGRAM (dgram.cc).
+  Status InitDgram();
+  Status SendDgram(const SendArgs& args, size_t len);
+  void OnDgram(const transport::WorkCompletion& wc);
+
+  // Progress (progress.cc).
+  void MarkBusy(uint32_t peer);
 
   transport::Device* device_;
   transport::ProtectionDomain* pd_;
@@ -550,30 +438,24 @@ class Endpoint {
   transport::CompletionQueue* send_cq_ = nullptr;
   transport::CompletionQueue* recv_cq_ = nullptr;
   transport::SharedReceiveQueue* srq_ = nullptr;
+  // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
+  // (DGRAM).
   transport::QueuePair* cm_qp_ = nullptr;
+  CmChannel cm_;
+  Credits credits_;
 
-  // Registered memory: tx bounce slots, rx bounce buffers, CM buffers, credit
-  // words (written by peers) and credit sources (what we write to them).
+  // Registered memory: tx bounce slots and rx bounce buffers (the CM's and the
+  // credits' are in cm_ and credits_).
   std::vector<uint8_t> tx_bounce_;
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
   std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;
   std::vector<transport::MemoryRegion*> rx_chunk_mrs_;
   uint32_t rx_bounce_max_ = 0;
-  std::vector<uint8_t> cm_buffers_;
-  std::vector<uint64_t> credit_words_;
-  std::vector<uint64_t> credit_sources_;
   transport::MemoryRegion* tx_mr_ = nullptr;
-  transport::MemoryRegion* cm_mr_ = nullptr;
-  transport::MemoryRegion* credit_mr_ = nullptr;
-  transport::MemoryRegion* source_mr_ = nullptr;
   size_t tx_slot_bytes_ = 0;
   size_t rx_slot_bytes_ = 0;
   uint32_t rx_bounce_count_ = 0;
-  static constexpr uint32_t kCmBuffers = 32;
-  static constexpr size_t kCmSlotBytes = 40 + 128;  // GRH + message.
-  static_assert(wire::kCmMaxBytes <= kCmSlotBytes - 40);
-  uint32_t cm_send_next_ = 0;
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
   std::vector<uint8_t> dgram_rx_;
   transport::MemoryRegion* dgram_mr_ = nullptr;
@@ -592,14 +474,11 @@ class Endpoint {
   std::map<uint32_t, uint32_t> peer_by_qpn_;
   std::vector<uint32_t> peer_of_dest_;  // AV index -> peer (kNil: unknown).
   uint64_t peer_of_dest_generation_ = ~uint64_t{0};
-  std::vector<uint32_t> credit_dirty_;  // Peers with credits to write back.
   // Peers with queued work (sends, acks, READs) or connecting: what progress
   // looks at beyond the CQs.
   std::vector<uint32_t> busy_;
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
 
-  uint64_t next_request_id_ = 1;
-  uint32_t next_psn_ = 0x1000;
   Stats stats_;
 };
 

@@ -1,0 +1,63 @@
+// The connection manager's own state: its datagram slots on the endpoint's UD
+// QP (receive slots kept posted, a ring of send slots) and the sequences new
+// connections draw their PSNs and request ids from. What is sent when is the
+// protocol's business: wireup.cc (RDM) and msg_connection.cc (FI_EP_MSG).
+// Not thread-safe (the endpoint's owner serialises).
+#ifndef SOFTFAB_CORE_CM_CHANNEL_H_
+#define SOFTFAB_CORE_CM_CHANNEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "core/transport.h"
+#include "core/wire.h"
+
+namespace softfab::core {
+
+class CmChannel {
+ public:
+  static constexpr uint32_t kBuffers = 32;  // Receive slots; as many to send.
+  static constexpr size_t kSlotBytes = 40 + 128;  // GRH + message.
+  static_assert(wire::kCmMaxBytes <= kSlotBytes - 40);
+
+  // Allocates the slots and registers them under `pd`.
+  [[nodiscard]] Status Register(transport::ProtectionDomain* pd);
+  // Posts every receive slot to `qp` (the endpoint's UD QP, which it owns);
+  // the channel sends on it from then on.
+  [[nodiscard]] Status Start(transport::QueuePair* qp);
+  // Releases the registration; the memory stays until the object goes.
+  void Deregister();
+
+  // Encodes `m` into the next send slot (a slot is reused kBuffers sends
+  // later) and posts it to the endpoint named `to`, through `ah`.
+  [[nodiscard]] Status Send(const wire::CmMessage& m,
+                            transport::AddressHandle* ah, const wire::Name& to);
+  // A completion of a receive slot: true, with the datagram past its GRH in
+  // `bytes` and `len`, when it carries one. Valid until Repost(wc).
+  bool Received(const transport::WorkCompletion& wc, const uint8_t** bytes,
+                size_t* len) const;
+  // Posts the slot of `wc` again (not after a flush: the QP is going away).
+  void Repost(const transport::WorkCompletion& wc);
+
+  // The initial PSN of a new RC connection.
+  uint32_t NextPsn() { return (next_psn_ += 0x1000) & 0xFFFFFF; }
+  // The id of a new connection request.
+  uint64_t NextRequestId() { return next_request_id_++; }
+
+ private:
+  uint8_t* Slot(uint32_t index) { return buffers_.data() + index * kSlotBytes; }
+
+  transport::QueuePair* qp_ = nullptr;
+  // kBuffers receive slots, then kBuffers send slots.
+  std::vector<uint8_t> buffers_;
+  transport::MemoryRegion* mr_ = nullptr;
+  uint32_t send_next_ = 0;
+  uint64_t next_request_id_ = 1;
+  uint32_t next_psn_ = 0x1000;
+};
+
+}  // namespace softfab::core
+
+#endif  // SOFTFAB_CORE_CM_CHANNEL_H_

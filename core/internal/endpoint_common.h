@@ -1,0 +1,127 @@
+// What the endpoint's source files share (private to core/): the constants of
+// its QPs, how it names its work requests (wr_id), and small helpers for iov
+// lists, posting receives, address handles, error entries and slot pools.
+// Included only by core/*.cc; nothing outside core/ sees it.
+#ifndef SOFTFAB_CORE_INTERNAL_ENDPOINT_COMMON_H_
+#define SOFTFAB_CORE_INTERNAL_ENDPOINT_COMMON_H_
+
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "core/completion_queue.h"
+#include "core/status.h"
+#include "core/transport.h"
+#include "core/wire.h"
+
+namespace softfab::core {
+
+inline constexpr uint32_t kQkey = 0x50F7FAB;
+inline constexpr uint8_t kPort = 1;
+inline constexpr uint32_t kControlSlots = 256;  // Acks in flight per endpoint.
+
+// wr_id layout: kind in the top byte, index below.
+enum WrKind : uint64_t {
+  kWrTx = 1,
+  kWrRxBounce = 2,
+  kWrCmSend = 3,
+  kWrCmRecv = 4,
+  kWrCredit = 5,
+  kWrAck = 6,
+  kWrRead = 7,
+  kWrDgramRecv = 8,
+};
+inline uint64_t WrId(WrKind kind, uint64_t index) {
+  return (uint64_t{kind} << 56) | index;
+}
+inline uint64_t KindOf(uint64_t wr_id) { return wr_id >> 56; }
+inline uint64_t IndexOf(uint64_t wr_id) {
+  return wr_id & ((uint64_t{1} << 56) - 1);
+}
+
+inline size_t IovBytes(const struct iovec* iov, size_t count) {
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += iov[i].iov_len;
+  return total;
+}
+
+// Copies `len` bytes of `src` into the iov list starting at byte `offset`;
+// returns the bytes copied (stops at the end of the list).
+inline size_t ScatterInto(const struct iovec* iov, size_t count, size_t offset,
+                          const uint8_t* src, size_t len) {
+  size_t copied = 0;
+  for (size_t i = 0; i < count && copied < len; ++i) {
+    if (offset >= iov[i].iov_len) {
+      offset -= iov[i].iov_len;
+      continue;
+    }
+    const size_t n = std::min(iov[i].iov_len - offset, len - copied);
+    std::memcpy(static_cast<uint8_t*>(iov[i].iov_base) + offset, src + copied,
+                n);
+    copied += n;
+    offset = 0;
+  }
+  return copied;
+}
+
+// Posts one receive of `len` bytes at `addr` (registered under `lkey`) to a
+// QP or an SRQ; both take the same work request.
+template <typename Queue>
+Status PostOneRecv(Queue* queue, uint64_t wr_id, const void* addr, size_t len,
+                   uint32_t lkey) {
+  transport::Sge sge{reinterpret_cast<uint64_t>(addr),
+                     static_cast<uint32_t>(len), lkey};
+  transport::RecvWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const transport::RecvWr* bad = nullptr;
+  return queue->PostRecv(&wr, &bad);
+}
+
+// The address of an endpoint named `name`, as a RoCE path needs it (GRH).
+inline transport::AhAttr AhAttrFor(const wire::Name& name) {
+  transport::AhAttr ah;
+  ah.is_global = 1;
+  std::memcpy(ah.grh.dgid.raw, name.gid, 16);
+  ah.grh.hop_limit = 64;
+  ah.dlid = name.lid;
+  ah.port_num = kPort;
+  return ah;
+}
+
+// The error entry for an operation whose success entry would have been `e`.
+inline CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
+  CqErrEntry x;
+  x.op_context = e.op_context;
+  x.flags = e.flags;
+  x.len = e.len;
+  x.buf = e.buf;
+  x.data = e.data;
+  x.tag = e.tag;
+  x.olen = olen;
+  x.err = err;
+  x.src_addr = e.src_addr;
+  return x;
+}
+
+// A slot of a pool kept as items + free list: a freed one if any, else a new
+// one at the end (so pools only grow as far as the peak needs).
+template <typename Items>
+uint32_t TakeSlot(Items& items, std::vector<uint32_t>& free) {
+  if (!free.empty()) {
+    const uint32_t slot = free.back();
+    free.pop_back();
+    return slot;
+  }
+  items.emplace_back();
+  return static_cast<uint32_t>(items.size() - 1);
+}
+
+}  // namespace softfab::core
+
+#endif  // SOFTFAB_CORE_INTERNAL_ENDPOINT_COMMON_H_

@@ -1,0 +1,114 @@
+// Progress (rxm_cq.c's progress; manual progress, run by CQ reads): polls the
+// receive CQ while the user's receive CQ has room, then the send CQ, and
+// dispatches each completion; then the timers and the queued work of the
+// peers on the busy list.
+#include "core/endpoint.h"
+#include "core/flags.h"
+#include "core/internal/endpoint_common.h"
+
+namespace softfab::core {
+
+namespace tp = ::softfab::transport;
+
+namespace {
+constexpr int kPollBatch = 32;
+}  // namespace
+
+void Endpoint::Progress() {
+  // A member array: a local one would be zeroed on every call.
+  tp::WorkCompletion* wc = wc_.data();
+  // Receives first: they return credits and acks that sends wait for. A
+  // message is only taken off the wire when the receive CQ has room for what
+  // it may produce, so nothing is ever lost to a full CQ.
+  while (rx_cq_ == nullptr || rx_cq_->HasRoom()) {
+    const int n = recv_cq_->Poll(1, wc);
+    if (n <= 0) break;
+    const uint64_t kind = KindOf(wc[0].wr_id);
+    if (kind == kWrRxBounce) {
+      OnBounce(wc[0]);
+    } else if (kind == kWrDgramRecv) {
+      OnDgram(wc[0]);
+    } else if (kind == kWrCmRecv) {
+      const uint8_t* msg = nullptr;
+      size_t len = 0;
+      if (cm_.Received(wc[0], &msg, &len)) OnCm(msg, len);
+      cm_.Repost(wc[0]);
+    }
+  }
+  while (true) {
+    const int n = send_cq_->Poll(kPollBatch, wc);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t kind = KindOf(wc[i].wr_id);
+      const uint64_t index = IndexOf(wc[i].wr_id);
+      auto it = peer_by_qpn_.find(wc[i].qp_num);
+      if (kind != kWrCmSend && it != peer_by_qpn_.end()) {
+        --peers_[it->second].sq_outstanding;
+      }
+      if (kind == kWrRead) {
+        OnReadDone(static_cast<uint32_t>(index),
+                   wc[i].status == tp::WcStatus::kSuccess);
+      } else if (kind == kWrTx) {
+        TxOp& op = tx_ops_[index];
+        op.send_done = true;
+        if (wc[i].status != tp::WcStatus::kSuccess) {
+          CompleteTx(static_cast<uint32_t>(index), EIO);
+          if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
+          FreeTx(static_cast<uint32_t>(index));
+          if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO);
+        } else {
+          MaybeFinishTx(static_cast<uint32_t>(index));
+        }
+      }
+    }
+  }
+  // Timers and queued work only concern the peers on the busy list (in the
+  // order they joined it), so an idle connection costs progress nothing.
+  if (busy_.empty() && !accepted_ && !disconnect_pending_ &&
+      !credits_.writes_due()) {
+    return;
+  }
+  const uint64_t now = device_->clock().NowNs();
+  RetryConnects(now);
+  if (attr_.type == EndpointType::kMsg) MsgTimers(now);
+  FlushCreditWrites();
+  // Acks and sends that waited for a connection or a credit. A peer leaves
+  // the busy list once it has nothing queued and is not connecting.
+  size_t kept = 0;
+  for (size_t k = 0; k < busy_.size(); ++k) {
+    const uint32_t i = busy_[k];
+    Peer& p = peers_[i];
+    while (!p.acks.empty() &&
+           PostAck(i, p.acks.front().second, p.acks.front().first).ok()) {
+      p.acks.pop_front();
+    }
+    while (!p.reads_waiting.empty() && PostRead(p.reads_waiting.front()).ok()) {
+      p.reads_waiting.pop_front();
+    }
+    while (CanSend(p) && !p.waiting.empty() && AvailableCredits(p) > 0 &&
+           p.sq_outstanding < attr_.tx_size) {
+      const uint32_t index = p.waiting.front();
+      // A fenced send goes once everything before it to this peer is done.
+      if (tx_ops_[index].fenced && p.in_flight > 0) break;
+      if (!PostTx(index).ok()) break;
+      p.waiting.pop_front();
+    }
+    if (p.state == PeerState::kConnecting || !p.acks.empty() ||
+        !p.reads_waiting.empty() || !p.waiting.empty()) {
+      busy_[kept++] = i;
+    } else {
+      p.listed = false;
+    }
+  }
+  busy_.resize(kept);
+}
+
+void Endpoint::MarkBusy(uint32_t peer) {
+  Peer& p = peers_[peer];
+  if (!p.listed) {
+    p.listed = true;
+    busy_.push_back(peer);
+  }
+}
+
+}  // namespace softfab::core

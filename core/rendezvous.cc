@@ -1,0 +1,160 @@
+// Rendezvous (UCX's src/ucp/rndv/, rxm's RNDV read protocol): messages over
+// eager_max. The sender registers its payload and sends a request with its
+// address and key (and the first FI_OPT_BUFFERED_MIN bytes); the target READs
+// the payload into the matched receive and answers kReadDone, which lets the
+// sender complete.
+#include <algorithm>
+#include <cstring>
+
+#include "core/endpoint.h"
+#include "core/flags.h"
+#include "core/internal/endpoint_common.h"
+
+namespace softfab::core {
+
+namespace tp = ::softfab::transport;
+
+// ------------------------------------------------------------------- sender
+
+Status Endpoint::ExposeForRead(uint32_t index, const SendArgs& a, size_t len) {
+  TxOp& op = tx_ops_[index];
+  wire::Header& h = op.header;
+  op.rendezvous = true;
+  h.op = wire::Op::kRendezvous;
+  const uint8_t* src = nullptr;
+  size_t first = 0;
+  while (a.iov[first].iov_len == 0) ++first;
+  src = static_cast<const uint8_t*>(a.iov[first].iov_base);
+  const bool contiguous = a.iov[first].iov_len == len;
+  if (!contiguous) {
+    op.rdv_copy.resize(len);
+    size_t off = 0;
+    for (size_t i = 0; i < a.iov_count; ++i) {
+      if (a.iov[i].iov_len == 0) continue;
+      std::memcpy(op.rdv_copy.data() + off, a.iov[i].iov_base,
+                  a.iov[i].iov_len);
+      off += a.iov[i].iov_len;
+    }
+    src = op.rdv_copy.data();
+  }
+  tp::MemoryRegion* mr = (contiguous && a.desc) ? a.desc[first] : nullptr;
+  const uint64_t at = reinterpret_cast<uint64_t>(src);
+  if (mr == nullptr || !(mr->access() & tp::kAccessRemoteRead) ||
+      at < mr->addr() || at + len > mr->addr() + mr->length()) {
+    auto reg =
+        pd_->RegMr(const_cast<uint8_t*>(src), len, tp::kAccessRemoteRead);
+    if (!reg.ok()) return reg.status();
+    op.rdv_mr = *reg;
+    mr = *reg;
+  }
+  h.aux = at;
+  h.rkey = mr->rkey();
+  return Status::Ok();
+}
+
+// ------------------------------------------------------------------- target
+
+void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
+                         const wire::Header& h, uint64_t cq_flags) {
+  RxOp& r = rx_->ops_[rx_index];
+  const uint32_t ri = TakeSlot(reads_, reads_free_);
+  Read& rd = reads_[ri];
+  rd = Read{};
+  rd.used = true;
+  rd.rx = rx_index;
+  rd.peer = peer;
+  rd.header = h;
+  rd.cq_flags = cq_flags;
+  if (r.flags & kMultiRecv) {
+    rd.len = std::min<uint64_t>(r.len - r.consumed, h.length);
+    rd.buf = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
+    ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
+  } else {
+    rd.len = std::min<uint64_t>(r.len, h.length);
+    rd.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
+  }
+  ++r.reads_pending;
+  if (rd.len == 0) {
+    OnReadDone(ri, true);
+    return;
+  }
+  if (Status s = PostRead(ri); s.code() == ENOMEM || s.code() == EAGAIN) {
+    peers_[peer].reads_waiting.push_back(ri);
+    MarkBusy(peer);
+  } else if (!s.ok()) {
+    OnReadDone(ri, false);
+  }
+}
+
+Status Endpoint::PostRead(uint32_t ri) {
+  Read& rd = reads_[ri];
+  RxOp& r = rx_->ops_[rd.rx];
+  Peer& p = peers_[rd.peer];
+  if (p.state != PeerState::kConnected) {
+    return Status(EIO, "connection to the sender is gone");
+  }
+  if (p.sq_outstanding >= attr_.tx_size + 8) {
+    return TryAgain("send queue full");
+  }
+  // The READ's scatter list: the piece of each buffer it fills, each under a
+  // registration (the caller's descriptor where it covers, else our own).
+  tp::Sge sges[kIovMax];
+  int num_sge = 0;
+  const bool multi = r.flags & kMultiRecv;
+  const size_t pieces = multi ? 1 : r.iov_count;
+  size_t left = rd.len;
+  for (size_t i = 0; i < pieces && left > 0; ++i) {
+    uint8_t* base = multi ? static_cast<uint8_t*>(rd.buf)
+                          : static_cast<uint8_t*>(r.iov[i].iov_base);
+    const size_t n = multi ? left : std::min(left, r.iov[i].iov_len);
+    if (n == 0) continue;
+    tp::MemoryRegion* mr = r.desc[multi ? 0 : i];
+    const uint64_t at = reinterpret_cast<uint64_t>(base);
+    if (mr == nullptr || !(mr->access() & tp::kAccessLocalWrite) ||
+        at < mr->addr() || at + n > mr->addr() + mr->length()) {
+      if (rd.mrs[i] == nullptr) {
+        auto reg = pd_->RegMr(base, n, tp::kAccessLocalWrite);
+        if (!reg.ok()) return reg.status();
+        rd.mrs[i] = *reg;
+      }
+      mr = rd.mrs[i];
+    }
+    sges[num_sge++] = tp::Sge{at, static_cast<uint32_t>(n), mr->lkey()};
+    left -= n;
+  }
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrRead, ri);
+  wr.sg_list = sges;
+  wr.num_sge = num_sge;
+  wr.opcode = tp::WrOpcode::kRdmaRead;
+  wr.send_flags = tp::kSendSignaled;
+  wr.rdma.remote_addr = rd.header.aux;
+  wr.rdma.rkey = rd.header.rkey;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
+  ++p.sq_outstanding;
+  return Status::Ok();
+}
+
+void Endpoint::OnReadDone(uint32_t ri, bool ok) {
+  Read& rd = reads_[ri];
+  RxOp& r = rx_->ops_[rd.rx];
+  --r.reads_pending;
+  CqEntry e = RecvEntry(r, rd.peer, rd.header);
+  e.flags |= rd.cq_flags;
+  e.buf = rd.buf;
+  e.len = rd.len;
+  const uint64_t total = rd.header.length;
+  const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
+  CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0);
+  for (tp::MemoryRegion*& mr : rd.mrs) {
+    if (mr) (void)mr->Destroy();
+    mr = nullptr;
+  }
+  // The sender may now release its buffer and complete.
+  SendAck(rd.peer, rd.header.msg_id, wire::Op::kReadDone);
+  rd.used = false;
+  reads_free_.push_back(ri);
+}
+
+}  // namespace softfab::core

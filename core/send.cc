@@ -1,0 +1,290 @@
+// Sending (rxm_ep.c's send path; UCX's tag_send.c and eager_snd.c): checks,
+// tx slots and their CQ reservations, eager SENDs (a rendezvous request
+// travels the same way; rendezvous.cc exposes its payload), completion
+// levels, and the acks a target sends back.
+#include <algorithm>
+#include <cstring>
+
+#include "core/endpoint.h"
+#include "core/flags.h"
+#include "core/internal/endpoint_common.h"
+
+namespace softfab::core {
+
+namespace tp = ::softfab::transport;
+
+Status Endpoint::CheckPostable(const struct iovec* iov, size_t count) const {
+  if (!enabled_) return InvalidArgument("endpoint is not enabled");
+  if (count > kIovMax) return InvalidArgument("too many iov entries");
+  if (count > 0 && iov == nullptr) return InvalidArgument("null iov");
+  for (size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_len > 0 && iov[i].iov_base == nullptr) {
+      return InvalidArgument("null buffer with a non-zero length");
+    }
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::CheckSend(const SendArgs& a, size_t* len) const {
+  if (Status s = CheckPostable(a.iov, a.iov_count); !s.ok()) return s;
+  if (a.flags & ~kSendOpFlags) return InvalidArgument("unknown send flags");
+  if (a.flags & kMulticast) {
+    return NotSupported("FI_MULTICAST is not supported by softfab");
+  }
+  const uint64_t levels = a.flags & kCompletionLevels;
+  if (levels & (levels - 1)) {
+    return InvalidArgument("at most one completion level per send");
+  }
+  *len = IovBytes(a.iov, a.iov_count);
+  if (*len > max_msg_size()) {
+    return InvalidArgument("message larger than max_msg_size");
+  }
+  if (attr_.type == EndpointType::kDgram) {
+    if (a.tagged) return NotSupported("DGRAM endpoints carry fi_msg only");
+    if (levels & (kDeliveryComplete | kMatchComplete)) {
+      return NotSupported("DGRAM is unreliable: no delivery or match acks");
+    }
+    if (a.flags & kRemoteCqData) {
+      return NotSupported("DGRAM endpoints carry no remote CQ data");
+    }
+    if (*len < kMsgPrefixBytes) {
+      return InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
+    }
+  }
+  if ((a.flags & kInject) && *len > attr_.inject_size) {
+    return InvalidArgument("FI_INJECT message larger than inject_size");
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::Send(const SendArgs& a) {
+  size_t len = 0;
+  if (Status s = CheckSend(a, &len); !s.ok()) return s;
+  if (attr_.type == EndpointType::kDgram) return SendDgram(a, len);
+  auto peer_or = PeerFor(a.dest);
+  if (!peer_or.ok()) return peer_or.status();
+  const uint32_t peer = *peer_or;
+  Peer& p = peers_[peer];
+  if (p.state == PeerState::kFailed) {
+    return Status(EHOSTUNREACH, "connection to that peer failed");
+  }
+  const bool connected = CanSend(p);
+  if (connected && (!p.waiting.empty() || AvailableCredits(p) == 0 ||
+                    p.sq_outstanding >= attr_.tx_size)) {
+    ++stats_.eagain;
+    return TryAgain("no credit at that peer: read the CQ, then retry");
+  }
+  auto acquired = AcquireTx(a, len, peer);
+  if (!acquired.ok()) return acquired.status();
+  const uint32_t index = *acquired;
+  TxOp& op = tx_ops_[index];
+  op.fenced = (a.flags & kFence) != 0;
+  op.flags = kSend | (a.tagged ? kTagged : kMsg);
+  op.level = a.flags & kCompletionLevels;
+  if (op.level == 0) op.level = attr_.op_flags & kCompletionLevels;
+  if (op.level == 0) op.level = kTransmitComplete;
+  wire::Header& h = op.header;
+  h.op = wire::Op::kEager;
+  h.flags = (a.tagged ? wire::kTagged : 0) |
+            ((a.flags & kRemoteCqData) ? wire::kHasData : 0);
+  if (op.level == kDeliveryComplete) h.flags |= wire::kAckDelivery;
+  if (op.level == kMatchComplete) h.flags |= wire::kAckMatch;
+  h.length = len;
+  h.tag = a.tagged ? a.tag : 0;
+  h.data = (a.flags & kRemoteCqData) ? a.data : 0;
+  h.msg_id = index;
+  uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
+  auto rollback = [&](Status s) {
+    tx_cq_->Unreserve();
+    FreeTx(index);
+    return s;
+  };
+  if (len > attr_.eager_max) {
+    // Rendezvous: the target READs the payload from its place; the send
+    // completes (at any level) when the target says the READ is done.
+    if (Status s = ExposeForRead(index, a, len); !s.ok()) return rollback(s);
+    wire::Encode(h, slot);
+  } else {
+    wire::Encode(h, slot);
+    size_t off = wire::kHeaderBytes;
+    for (size_t i = 0; i < a.iov_count; ++i) {
+      if (a.iov[i].iov_len == 0) continue;
+      std::memcpy(slot + off, a.iov[i].iov_base, a.iov[i].iov_len);
+      off += a.iov[i].iov_len;
+    }
+  }
+
+  if (connected && !(op.fenced && p.in_flight > 0)) {
+    if (Status s = PostTx(index); !s.ok()) {
+      // Roll back: nothing was posted.
+      return rollback(s);
+    }
+  } else {
+    p.waiting.push_back(index);
+    MarkBusy(peer);
+    if (p.state == PeerState::kIdle) {
+      if (Status s = StartConnect(peer); !s.ok()) {
+        p.waiting.pop_back();
+        return rollback(s);
+      }
+    }
+  }
+  // An eager payload is copied: the user's buffer may be reused now (written
+  // only once the send is surely under way, so a refused post reports
+  // nothing).
+  if (op.level == kInjectComplete && !op.rendezvous) CompleteTx(index, 0);
+  return Status::Ok();
+}
+
+StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
+                                       uint32_t peer) {
+  if (tx_free_.empty()) {
+    ++stats_.eagain;
+    return TryAgain("all tx slots busy: read the CQ, then retry");
+  }
+  // fi_inject (kInject without an explicit kCompletion through sendmsg) never
+  // writes an entry; otherwise an entry unless selective completion is on and
+  // kCompletion is absent.
+  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
+  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
+  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
+  // Every send holds a CQ slot until it completes, so its error (which is
+  // always reported) can never be lost; a silent success gives it back.
+  if (Status s = tx_cq_->Reserve(); !s.ok()) {
+    ++stats_.eagain;
+    return s;
+  }
+  const uint32_t index = tx_free_.back();
+  tx_free_.pop_back();
+  TxOp& op = tx_ops_[index];
+  // Every field is set (no zeroing of the whole slot on the hot path).
+  op.used = true;
+  op.peer = peer;
+  op.context = a.context;
+  op.flags = 0;
+  op.level = 0;
+  op.len = len;
+  op.wants_entry = wants_entry;
+  op.sent = false;
+  op.acked = false;
+  op.send_done = false;
+  op.rendezvous = false;
+  op.fenced = false;
+  op.prefix = 0;
+  op.header = wire::Header{};
+  op.reserved = true;
+  return index;
+}
+
+Status Endpoint::PostTx(uint32_t index) {
+  TxOp& op = tx_ops_[index];
+  Peer& p = peers_[op.peer];
+  if (op.rendezvous) {
+    // The first FI_OPT_BUFFERED_MIN bytes (ours or the receiver's, whichever
+    // is larger; known once connected) travel with the request, for a
+    // buffered receiver to look at before it claims the rest.
+    op.prefix = std::min<size_t>(
+        std::min<size_t>(std::max<size_t>(buffered_min_, p.peer_buffered_min),
+                         attr_.eager_max),
+        op.len);
+    std::memcpy(tx_bounce_.data() + index * tx_slot_bytes_ + wire::kHeaderBytes,
+                reinterpret_cast<const uint8_t*>(op.header.aux), op.prefix);
+  }
+  const size_t payload = op.rendezvous ? op.prefix : op.len;
+  tp::Sge sge{
+      reinterpret_cast<uint64_t>(tx_bounce_.data()) + index * tx_slot_bytes_,
+      static_cast<uint32_t>(wire::kHeaderBytes + payload), tx_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrTx, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSend;
+  wr.send_flags = tp::kSendSignaled;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
+  Credits::Spend(p.credits);
+  ++p.sq_outstanding;
+  ++p.in_flight;
+  op.sent = true;
+  return Status::Ok();
+}
+
+void Endpoint::CompleteTx(uint32_t index, int err) {
+  TxOp& op = tx_ops_[index];
+  if (!op.reserved) return;  // Completed already (inject-complete).
+  op.reserved = false;       // At most one entry per operation.
+  if (err == 0 && !op.wants_entry) {
+    tx_cq_->Unreserve();
+  } else if (err == 0) {
+    CqEntry e;
+    e.op_context = op.context;
+    e.flags = op.flags;
+    tx_cq_->Push(e, /*reserved=*/true);
+  } else {
+    CqErrEntry e;
+    e.op_context = op.context;
+    e.flags = op.flags;
+    e.err = err;
+    tx_cq_->PushError(e, /*reserved=*/true);
+  }
+}
+
+void Endpoint::MaybeFinishTx(uint32_t index) {
+  TxOp& op = tx_ops_[index];
+  const bool needs_ack = op.rendezvous || op.level == kDeliveryComplete ||
+                         op.level == kMatchComplete;
+  if (!op.send_done || (needs_ack && !op.acked)) return;
+  CompleteTx(index, 0);
+  if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
+  FreeTx(index);
+}
+
+void Endpoint::FreeTx(uint32_t index) {
+  TxOp& op = tx_ops_[index];
+  if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+  op.rdv_mr = nullptr;
+  op.rdv_copy.clear();
+  op.used = false;
+  op.reserved = false;
+  tx_free_.push_back(index);
+}
+
+void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
+  Peer& p = peers_[peer];
+  if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
+    p.acks.emplace_back(op, msg_id);
+    MarkBusy(peer);
+  }
+}
+
+Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
+  Peer& p = peers_[peer];
+  // Acks use a ring of header-only slots after the tx slots and need a credit
+  // at the peer like any SEND.
+  if (!CanSend(p) || AvailableCredits(p) == 0 ||
+      p.sq_outstanding >= attr_.tx_size + 8) {
+    return TryAgain("no credit for an ack");
+  }
+  const uint32_t slot = control_next_++ % kControlSlots;
+  uint8_t* buf = tx_bounce_.data() + tx_slot_bytes_ * attr_.tx_size +
+                 slot * wire::kHeaderBytes;
+  wire::Header h;
+  h.op = op;
+  h.msg_id = msg_id;
+  wire::Encode(h, buf);
+  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
+              static_cast<uint32_t>(wire::kHeaderBytes), tx_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrAck, slot);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSend;
+  wr.send_flags = tp::kSendSignaled | tp::kSendInline;
+  const tp::SendWr* bad = nullptr;
+  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
+  Credits::Spend(p.credits);
+  ++p.sq_outstanding;
+  return Status::Ok();
+}
+
+}  // namespace softfab::core

@@ -1,0 +1,257 @@
+// RDM connection manager (rxm_conn.c; UCX's src/ucp/wireup/): the first send
+// to a peer creates an RC QP and sends a CM request over the UD QP; the peer
+// connects its own RC QP and replies. Requests are retried on a timer; a
+// duplicate request gets the same reply; when both sides start at once the
+// smaller name's request wins. Also what both endpoint types share: RC QP
+// set-up, a connection coming up, and a peer failing.
+#include <cstring>
+
+#include "core/endpoint.h"
+#include "core/flags.h"
+#include "core/internal/endpoint_common.h"
+
+namespace softfab::core {
+
+namespace tp = ::softfab::transport;
+
+namespace {
+// RC: 7 retries of the ack timeout (EndpointAttr::rc_timeout); the core never
+// provokes RNR (credits), so RNR retry is unlimited.
+constexpr uint8_t kRetryCount = 7;
+constexpr uint8_t kRnrRetryForever = 7;
+constexpr uint8_t kMinRnrTimer = 12;
+}  // namespace
+
+StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
+  tp::QpInitAttr init;
+  init.send_cq = send_cq_;
+  init.recv_cq = recv_cq_;
+  init.srq = srq_;
+  init.qp_type = tp::QpType::kRc;
+  init.cap.max_send_wr = attr_.tx_size + kControlSlots + 8;
+  init.cap.max_send_sge = 1;
+  init.cap.max_inline_data = wire::kHeaderBytes;
+  auto qp = pd_->CreateQp(init);
+  if (!qp.ok()) return qp.status();
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kInit;
+  a.pkey_index = 0;
+  a.port_num = kPort;
+  a.qp_access_flags = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
+  if (Status s = (*qp)->Modify(a, tp::kQpState | tp::kQpPkeyIndex |
+                                      tp::kQpPort | tp::kQpAccessFlags);
+      !s.ok()) {
+    (void)(*qp)->Destroy();
+    return s;
+  }
+  return *qp;
+}
+
+Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kRtr;
+  a.path_mtu = port_.active_mtu;
+  a.dest_qp_num = remote_qpn;
+  a.rq_psn = remote_psn;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = kMinRnrTimer;
+  a.ah_attr = AhAttrFor(p.name);
+  if (Status s = p.qp->Modify(
+          a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu | tp::kQpDestQpn |
+                 tp::kQpRqPsn | tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
+      !s.ok()) {
+    return s;
+  }
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = p.psn;
+  a.timeout = attr_.rc_timeout;
+  a.retry_cnt = kRetryCount;
+  a.rnr_retry = kRnrRetryForever;
+  a.max_rd_atomic = 1;
+  if (Status s = p.qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
+                                     tp::kQpRetryCnt | tp::kQpRnrRetry |
+                                     tp::kQpMaxQpRdAtomic);
+      !s.ok()) {
+    return s;
+  }
+  p.remote_qpn = remote_qpn;
+  return Status::Ok();
+}
+
+Status Endpoint::StartConnect(uint32_t peer) {
+  Peer& p = peers_[peer];
+  auto qp = NewRcQp();
+  if (!qp.ok()) return qp.status();
+  p.qp = *qp;
+  p.psn = cm_.NextPsn();
+  p.request_id = cm_.NextRequestId();
+  p.state = PeerState::kConnecting;
+  MarkBusy(peer);
+  p.retries = 0;
+  ++stats_.cm_requests;
+  // A full CM send queue (many connections starting at once) only delays the
+  // request: the retry timer sends it.
+  if (Status s = SendCm(peer, RequestType());
+      !s.ok() && s.code() != ENOMEM && s.code() != EAGAIN) {
+    return s;
+  }
+  ArmCmTimer(p, device_->clock().NowNs());
+  return Status::Ok();
+}
+
+Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
+  Peer& p = peers_[peer];
+  if (p.ah == nullptr) {
+    auto made = pd_->CreateAh(AhAttrFor(p.name));
+    if (!made.ok()) return made.status();
+    p.ah = *made;
+  }
+  wire::CmMessage m;
+  m.type = type;
+  m.from = name_;
+  m.rc_qpn = p.qp ? p.qp->qp_num() : 0;
+  m.psn = p.psn;
+  m.credit_addr = credits_.word_address(peer);
+  m.credit_rkey = credits_.word_rkey();
+  m.credits = attr_.credits;
+  m.buffered_min = static_cast<uint32_t>(buffered_min_);
+  // The initiator's id: its own for what it sends, echoed by the other side.
+  const bool initiator = type == wire::CmType::kRequest ||
+                         type == wire::CmType::kConnect ||
+                         type == wire::CmType::kEstablished ||
+                         (type == wire::CmType::kDisconnect && !accepted_);
+  m.request_id = initiator ? p.request_id : p.answered_id;
+  if (type == wire::CmType::kConnect || type == wire::CmType::kReject ||
+      (type == wire::CmType::kReply && attr_.type == EndpointType::kMsg)) {
+    m.data_len = cm_data_len_;
+    std::memcpy(m.data, cm_data_, cm_data_len_);
+  }
+  return cm_.Send(m, p.ah, p.name);
+}
+
+void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
+  wire::CmMessage m;
+  if (!wire::DecodeCm(bytes, len, &m) || m.from == name_) {
+    ++stats_.bad_headers;
+    return;
+  }
+  if (attr_.type == EndpointType::kMsg) {
+    OnMsgCm(m);
+    return;
+  }
+  if (m.type != wire::CmType::kRequest && m.type != wire::CmType::kReply) {
+    return;  // FI_EP_MSG traffic that reached an RDM endpoint.
+  }
+  if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
+      peers_.size() >= attr_.peers_max) {
+    return;  // No room: the peer's retries fail and it reports the error.
+  }
+  const uint32_t peer = FindOrAddPeer(m.from);
+  Peer& p = peers_[peer];
+  auto accept = [&]() {
+    if (p.qp == nullptr) {
+      auto qp = NewRcQp();
+      if (!qp.ok()) return;
+      p.qp = *qp;
+      p.psn = cm_.NextPsn();
+    }
+    if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+      FailPeer(peer, EIO);
+      return;
+    }
+    p.answered_id = m.request_id;
+    Credits::Grant(p.credits, m);
+    p.peer_buffered_min = m.buffered_min;
+    // Buffers first (OnConnected posts them), then the reply that lets the
+    // peer send. Not ready to send ourselves until they do.
+    OnConnected(peer, /*ready=*/false);
+    if (p.state == PeerState::kConnected) {
+      (void)SendCm(peer, wire::CmType::kReply);
+    }
+  };
+  if (m.type == wire::CmType::kRequest) {
+    switch (p.state) {
+      case PeerState::kIdle:
+        accept();
+        break;
+      case PeerState::kConnecting:
+        // Both started: the smaller name's request wins.
+        if (m.from < name_) accept();
+        break;
+      case PeerState::kConnected:
+        // Our reply was lost: send it again.
+        if (m.request_id == p.answered_id) {
+          (void)SendCm(peer, wire::CmType::kReply);
+        }
+        break;
+      case PeerState::kFailed:
+        break;
+    }
+    return;
+  }
+  // A reply to our request.
+  if (p.state != PeerState::kConnecting || m.request_id != p.request_id) return;
+  if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+    FailPeer(peer, EIO);
+    return;
+  }
+  Credits::Grant(p.credits, m);
+  p.peer_buffered_min = m.buffered_min;
+  OnConnected(peer, /*ready=*/true);  // They reached RTS before replying.
+}
+
+void Endpoint::OnConnected(uint32_t peer, bool ready) {
+  // The credits this connection grants are backed by buffers of their own.
+  if (!AddBounceChunk().ok()) {
+    FailPeer(peer, ENOMEM);
+    return;
+  }
+  Peer& p = peers_[peer];
+  p.state = PeerState::kConnected;
+  p.ready = ready;
+  peer_by_qpn_[p.qp->qp_num()] = peer;
+}
+
+void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
+  Peer& p = peers_[peer];
+  const PeerState was = p.state;
+  p.state = PeerState::kFailed;
+  if (attr_.type == EndpointType::kMsg && !listener_ && !shutdown_ &&
+      was != PeerState::kFailed) {
+    const uint8_t* data = cm ? cm->data : nullptr;
+    const size_t len = cm ? cm->data_len : 0;
+    if (connected_reported_) {
+      PushEvent(kEqShutdown, 0, data, len);  // The connection went away.
+    } else {
+      PushEvent(0, err, data, len);  // Connecting failed.
+    }
+  }
+  while (!p.waiting.empty()) {
+    const uint32_t index = p.waiting.front();
+    p.waiting.pop_front();
+    CompleteTx(index, err);
+    FreeTx(index);
+  }
+}
+
+void Endpoint::ArmCmTimer(Peer& p, uint64_t now) {
+  p.retry_at_ns = now + attr_.cm_retry_ns;
+  device_->ScheduleWakeup(p.retry_at_ns);
+}
+
+void Endpoint::RetryConnects(uint64_t now) {
+  for (size_t k = 0; k < busy_.size(); ++k) {
+    const uint32_t i = busy_[k];
+    Peer& p = peers_[i];
+    if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
+    if (++p.retries > attr_.cm_retries_max) {
+      FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH);
+      continue;
+    }
+    ++stats_.cm_retries;
+    (void)SendCm(i, RequestType());
+    ArmCmTimer(p, now);
+  }
+}
+
+}  // namespace softfab::core
