@@ -144,8 +144,11 @@ int sf_close(struct sf_fid* fid);
 /* ---- Fabric and domain ---- */
 enum sf_backend {
   SF_BACKEND_SIM = 1,   /* deterministic simulated fabric, in process */
-  SF_BACKEND_VERBS = 2, /* rdma-core verbs (a later release) */
+  SF_BACKEND_VERBS = 2, /* rdma-core verbs: rxe, siw, ConnectX, any RoCE/IB HCA */
 };
+
+/* sf_fabric_attr.verbs_flags */
+#define SF_VERBS_GID_INDEX (1u << 0) /* use verbs_gid_index, not the default */
 
 struct sf_fabric_attr {
   enum sf_backend backend;
@@ -159,11 +162,23 @@ struct sf_fabric_attr {
   double sim_drop;
   double sim_duplicate;
   double sim_reorder;
+  /* Verbs: the device by name (NULL: $SOFTFAB_VERBS_DEVICE, else the first
+   * device with an active port), its physical port (0: the first active one)
+   * and, with SF_VERBS_GID_INDEX in verbs_flags, the GID table index (else the
+   * first RoCEv2 GID, IPv4-mapped preferred; GID 0 on InfiniBand). Every
+   * domain opened on the fabric opens its own context on that device, so two
+   * domains of one process talk to each other as two nodes would. */
+  const char* verbs_device;
+  int verbs_port;
+  int verbs_gid_index;
+  uint32_t verbs_flags;
 };
 
 int sf_fabric_open(const struct sf_fabric_attr* attr, struct sf_fabric** fabric,
                    void* context);
-/* A domain is one node's HCA: `node` in [0, sim_nodes) on the simulator. */
+/* A domain is one node's HCA: `node` in [0, sim_nodes) on the simulator; on
+ * verbs any number in [0, 64), each domain a context of its own on the
+ * fabric's device (the number only labels it). */
 int sf_domain_open(struct sf_fabric* fabric, int node,
                    struct sf_domain** domain, void* context);
 
