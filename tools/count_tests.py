@@ -2,6 +2,8 @@
 """Counts real test results for tools/test.sh.
 
   count_tests.py collect TESTLOGS OUT TARGET...   read TARGET's test.xml under TESTLOGS
+  count_tests.py collect-xml OUT NAME=XML...       read gtest XML files named directly (the
+                                                   VM's results); a missing file is a failure
   count_tests.py record OUT NAME pass|fail         add one check's outcome
   count_tests.py summarize DIR                     print "N passed, N failed", exit 1 on failure
 
@@ -15,10 +17,16 @@ import xml.etree.ElementTree as ET
 
 
 def collect(testlogs, out, targets):
-    lines = []
+    pairs = []
     for target in targets:
         rel = target.lstrip("/").replace(":", "/")
-        path = os.path.join(testlogs, rel, "test.xml")
+        pairs.append((target, os.path.join(testlogs, rel, "test.xml")))
+    collect_files(out, pairs)
+
+
+def collect_files(out, pairs):
+    lines = []
+    for target, path in pairs:
         try:
             root = ET.parse(path).getroot()
         except (OSError, ET.ParseError):
@@ -59,6 +67,9 @@ def summarize(directory):
 def main(argv):
     if len(argv) >= 3 and argv[1] == "collect":
         collect(argv[2], argv[3], argv[4:])
+        return 0
+    if len(argv) >= 3 and argv[1] == "collect-xml":
+        collect_files(argv[2], [tuple(a.split("=", 1)) for a in argv[3:]])
         return 0
     if len(argv) == 5 and argv[1] == "record":
         with open(argv[2], "a") as f:
