@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The suites that exercise the verbs backend, run on a real device: inside the rxe VM
+# (tools/test.sh starts it with tools/rxe-vm/run.sh) or on a host with an RDMA device.
+#   bash tools/verbs-tests.sh OUT_DIR
+# Each gtest binary writes OUT_DIR/<name>.xml (with its log beside it); the two-process
+# checks append "pass|fail<TAB>name" lines to OUT_DIR/checks.txt, the format
+# tools/count_tests.py reads. The binaries must have been built (plain config) first.
+# The device comes from SOFTFAB_VERBS_DEVICE, else SOFTFAB_RXE_DEVICE (set by the VM).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: verbs-tests.sh OUT_DIR}
+mkdir -p "$out"
+export SOFTFAB_VERBS_DEVICE=${SOFTFAB_VERBS_DEVICE:-${SOFTFAB_RXE_DEVICE:-}}
+bin=${SOFTFAB_BIN:-bazel-bin}
+
+# name:binary:gtest filter (the per-backend suites run only their verbs instances here; the
+# simulator instances ran on the host).
+suites=(
+  "verbs_device_test:backends/verbs/verbs_device_test:*"
+)
+for entry in "${suites[@]}"; do
+  IFS=: read -r name path filter <<<"$entry"
+  echo "== $name ($filter)"
+  start=$(date +%s)
+  timeout 900 "$bin/$path" --gtest_filter="$filter" --gtest_output="xml:$out/$name.xml" \
+    >"$out/$name.log" 2>&1
+  rc=$?
+  tail -n 3 "$out/$name.log"
+  echo "   exit $rc, $(( $(date +%s) - start )) s"
+done
+
+# Two processes: softfab_pingpong server and client over the device, names exchanged on
+# 127.0.0.1, every byte of 8 B to 16 MiB checked; RDM and MSG, tagged and untagged.
+pingpong() {
+  local name=$1; shift
+  local port=$((47600 + RANDOM % 1000))
+  "$bin/examples/softfab_pingpong" --backend verbs --oob-port "$port" "$@" \
+    >"$out/$name.server.log" 2>&1 &
+  local server=$!
+  timeout 600 "$bin/examples/softfab_pingpong" --backend verbs --oob-port "$port" "$@" \
+    127.0.0.1 >"$out/$name.client.log" 2>&1
+  local client_rc=$?
+  timeout 60 tail --pid="$server" -f /dev/null
+  wait "$server"
+  local server_rc=$?
+  cat "$out/$name.client.log"
+  if [ "$client_rc" -eq 0 ] && [ "$server_rc" -eq 0 ]; then
+    printf 'pass\t%s\n' "$name" >>"$out/checks.txt"
+  else
+    echo "   $name: client exit $client_rc, server exit $server_rc"
+    tail -n 5 "$out/$name.server.log"
+    printf 'fail\t%s\n' "$name" >>"$out/checks.txt"
+  fi
+}
+pingpong pingpong_rdm_untagged --ep rdm
+pingpong pingpong_rdm_tagged --ep rdm --tagged
+pingpong pingpong_msg_untagged --ep msg
+pingpong pingpong_msg_tagged --ep msg --tagged
