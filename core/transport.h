@@ -92,7 +92,8 @@ enum class WrOpcode : uint8_t {  // ibv_wr_opcode (atomics are not modelled)
 // ibv_send_flags.
 inline constexpr uint32_t kSendFence = 1u << 0;
 inline constexpr uint32_t kSendSignaled = 1u << 1;
-// Accepted and carried, but without completion channels it changes nothing.
+// Accepted and carried; it matters only to a CQ armed with
+// RequestNotify(solicited_only) on a backend with completion channels.
 inline constexpr uint32_t kSendSolicited = 1u << 2;
 inline constexpr uint32_t kSendInline = 1u << 3;
 inline constexpr uint32_t kSendFlagsAll =
@@ -410,11 +411,47 @@ class CompletionQueue {
   virtual int32_t cqe() const = 0;
   // A number naming this CQ in async events (AsyncEvent::cq_handle).
   virtual uint32_t handle() const = 0;
-  // ibv_destroy_cq: EBUSY while a QP uses it.
+  // ibv_destroy_cq: EBUSY while a QP uses it, and (on a completion channel)
+  // while events taken from the channel for this CQ are not yet acked.
   [[nodiscard]] virtual Status Destroy() = 0;
+  // Arms the CQ (ibv_req_notify_cq): the next completion added to it (only a
+  // solicited or error one when `solicited_only`) raises one event on the CQ's
+  // completion channel. One arm gives at most one event. The rule for a
+  // sleeper: take the event, ack it, re-arm, then poll again before sleeping,
+  // since completions that arrived before the arm raise nothing, and an event
+  // may arrive with nothing left to poll. ENOSYS where the backend has no
+  // completion channels.
+  [[nodiscard]] virtual Status RequestNotify(bool solicited_only) {
+    (void)solicited_only;
+    return NotSupported("completion channels are not implemented here");
+  }
+  // Acknowledges `n` events taken for this CQ from its channel
+  // (ibv_ack_cq_events). Every event taken must be acked before the CQ is
+  // destroyed; acking more than were taken acks only those taken.
+  virtual void AckEvents(uint32_t n) { (void)n; }
 
  protected:
   virtual ~CompletionQueue() = default;
+};
+
+// A completion channel (ibv_comp_channel): a file descriptor that becomes
+// readable when an armed CQ bound to it (Device::CreateCqOnChannel) gets a
+// completion, so a thread can sleep in poll(2)/epoll instead of spinning.
+// Owned by the device that created it, like every other object.
+class CompletionChannel {
+ public:
+  // The descriptor to watch for readability; O_NONBLOCK. Owned by the channel.
+  virtual int fd() const = 0;
+  // Takes one pending event (ibv_get_cq_event without blocking) and names the
+  // CQ it is for; EAGAIN when none is pending. Each event taken must later be
+  // acked with that CQ's AckEvents(); the CQ is disarmed by the event, so
+  // re-arm it (RequestNotify) and poll it again before sleeping.
+  [[nodiscard]] virtual Status GetEvent(CompletionQueue** cq) = 0;
+  // ibv_destroy_comp_channel: EBUSY while a CQ uses it.
+  [[nodiscard]] virtual Status Destroy() = 0;
+
+ protected:
+  virtual ~CompletionChannel() = default;
 };
 
 class SharedReceiveQueue {
@@ -518,6 +555,20 @@ class Device {
   [[nodiscard]] virtual StatusOr<ProtectionDomain*> AllocPd() = 0;
   // ibv_create_cq; EINVAL if cqe < 1 or > max_cqe.
   [[nodiscard]] virtual StatusOr<CompletionQueue*> CreateCq(int32_t cqe) = 0;
+  // ibv_create_comp_channel. ENOSYS where the backend has none (the
+  // simulator, for now).
+  [[nodiscard]] virtual StatusOr<CompletionChannel*> CreateCompChannel() {
+    return NotSupported("completion channels are not implemented here");
+  }
+  // ibv_create_cq with a completion channel (which may serve several CQs);
+  // the channel must come from this device and outlives the CQ (its Destroy
+  // fails with EBUSY meanwhile). A null channel is CreateCq(cqe).
+  [[nodiscard]] virtual StatusOr<CompletionQueue*> CreateCqOnChannel(
+      int32_t cqe, CompletionChannel* channel) {
+    (void)cqe;
+    (void)channel;
+    return NotSupported("completion channels are not implemented here");
+  }
   // Takes the oldest pending async event (ibv_get_async_event without
   // blocking): EAGAIN when none is pending. Events are queued (bounded; the
   // oldest are kept) in the order raised.
