@@ -52,7 +52,7 @@ struct RcParams {
 // A fixture holding an opened device. Without one: skipped with the reason,
 // unless SOFTFAB_RXE_DEVICE names a device, which must then open.
 class VerbsTest : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     std::string diag;
     auto dev = OpenVerbsDevice(TestOptions(), &diag);
@@ -70,6 +70,12 @@ class VerbsTest : public ::testing::Test {
     pd_ = *pd;
     ASSERT_TRUE(device_->QueryPort(1, &port_).ok());
     ASSERT_TRUE(device_->QueryGid(1, 0, &gid_).ok());
+  }
+
+  // Soft-RoCE, whose answers differ from hardware in the README's quirks.
+  bool IsRxe() const {
+    tp::DeviceAttr attr;
+    return device_->QueryDevice(&attr).ok() && attr.vendor_id == 0xffffff;
   }
 
   // A zeroed buffer registered with `access`; lives as long as the fixture.

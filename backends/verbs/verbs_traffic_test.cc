@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "backends/verbs/verbs_test_util.h"
@@ -257,13 +258,15 @@ TEST_F(TrafficTest, ErrorStateFlushesEveryRequest) {
   err.qp_state = tp::QpState::kError;
   ASSERT_TRUE(b->Modify(err, tp::kQpState).ok());
   EXPECT_EQ(b->state(), tp::QpState::kError);
-  // Posted in ERROR: accepted, and flushed too.
-  ASSERT_TRUE(PostRecv(b, 303, buf->Sge(192, 64)).ok());
+  // Posted in ERROR: accepted, and flushed too (a receive only where the
+  // device does it: rxe before Linux 6.5 leaves it queued, see README).
   tp::Sge sge = buf->Sge(0, 8);
-  ASSERT_TRUE(PostSend(b, 304, &sge).ok());
-  auto wcs = PollN(cq, 5);
-  ASSERT_EQ(wcs.size(), 5u);
-  for (uint64_t id = 300; id <= 304; ++id) {
+  ASSERT_TRUE(PostSend(b, 303, &sge).ok());
+  ASSERT_TRUE(PostRecv(b, 304, buf->Sge(192, 64)).ok());
+  const int expected = IsRxe() ? 4 : 5;
+  auto wcs = PollN(cq, expected);
+  ASSERT_EQ(wcs.size(), static_cast<size_t>(expected));
+  for (uint64_t id = 300; id < 300u + expected; ++id) {
     const tp::WorkCompletion* w = Find(wcs, id);
     ASSERT_NE(w, nullptr) << id;
     EXPECT_EQ(w->status, tp::WcStatus::kWrFlushErr) << id;
@@ -272,22 +275,39 @@ TEST_F(TrafficTest, ErrorStateFlushesEveryRequest) {
   }
 }
 
+// A send whose SGE fails the local checks; returns its completion status.
+tp::WcStatus LocalSgeFailure(VerbsTest::Buffer* buf, tp::Sge sge,
+                             tp::QueuePair* a, tp::QueuePair* b,
+                             tp::CompletionQueue* cq, VerbsTest* t) {
+  EXPECT_TRUE(t->PostRecv(b, 400, buf->Sge(128, 64)).ok());
+  EXPECT_TRUE(t->PostSend(a, 401, &sge).ok());
+  auto wcs = t->PollN(cq, 1);
+  const tp::WorkCompletion* w = VerbsTest::Find(wcs, 401);
+  EXPECT_NE(w, nullptr);
+  tp::QpAttr q;
+  EXPECT_TRUE(a->Query(&q, nullptr).ok());
+  EXPECT_EQ(q.qp_state, tp::QpState::kError);
+  return w != nullptr ? w->status : tp::WcStatus::kSuccess;
+}
+
 TEST_F(TrafficTest, BadLkeyIsALocalProtectionError) {
   auto [cq, a, b] = RcPair();
   if (HasFatalFailure() || a == nullptr) return;
   Buffer* buf = Reg(256);
-  ASSERT_TRUE(PostRecv(b, 400, buf->Sge(128, 64)).ok());
   tp::Sge sge = buf->Sge(0, 16);
   sge.lkey ^= 0x5a5a00;
-  ASSERT_TRUE(PostSend(a, 401, &sge).ok());
-  auto wcs = PollN(cq, 1);
-  ASSERT_GE(wcs.size(), 1u);
-  const tp::WorkCompletion* w = Find(wcs, 401);
-  ASSERT_NE(w, nullptr);
-  EXPECT_EQ(w->status, tp::WcStatus::kLocProtErr);
-  tp::QpAttr q;
-  ASSERT_TRUE(a->Query(&q, nullptr).ok());
-  EXPECT_EQ(q.qp_state, tp::QpState::kError);
+  // rxe reports an unknown lkey as LOC_QP_OP_ERR (see README's quirks).
+  EXPECT_EQ(LocalSgeFailure(buf, sge, a, b, cq, this),
+            IsRxe() ? tp::WcStatus::kLocQpOpErr : tp::WcStatus::kLocProtErr);
+}
+
+TEST_F(TrafficTest, SgeOutsideItsRegionIsALocalProtectionError) {
+  auto [cq, a, b] = RcPair();
+  if (HasFatalFailure() || a == nullptr) return;
+  Buffer* buf = Reg(256);
+  const tp::Sge sge = buf->Sge(200, 100);  // 44 bytes past the end
+  EXPECT_EQ(LocalSgeFailure(buf, sge, a, b, cq, this),
+            tp::WcStatus::kLocProtErr);
 }
 
 TEST_F(TrafficTest, BadRkeyIsARemoteAccessError) {
