@@ -143,8 +143,9 @@ StatusOr<transport::CompletionQueue*> DeviceImpl::CreateCqOnChannel(
   if (cqe < 1 || cqe > setup_.attr.max_cqe) {
     return InvalidArgument("cqe out of range");
   }
-  auto* ch = static_cast<Channel*>(channel);
-  if (ch != nullptr && ch->device() != this) {
+  auto* ch = dynamic_cast<Channel*>(channel);
+  if ((channel != nullptr && ch == nullptr) ||
+      (ch != nullptr && ch->device() != this)) {
     return InvalidArgument("channel of another device");
   }
   auto cq = std::make_unique<Cq>(this, ch);

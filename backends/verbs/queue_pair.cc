@@ -21,13 +21,16 @@ StatusOr<tp::QueuePair*> Pd::CreateQp(const tp::QpInitAttr& attr) {
   if (attr.send_cq == nullptr || attr.recv_cq == nullptr) {
     return InvalidArgument("CQ is null");
   }
-  auto* scq = static_cast<Cq*>(attr.send_cq);
-  auto* rcq = static_cast<Cq*>(attr.recv_cq);
-  if (scq->device() != dev || rcq->device() != dev) {
+  // Control path: dynamic_cast also refuses objects of another backend.
+  auto* scq = dynamic_cast<Cq*>(attr.send_cq);
+  auto* rcq = dynamic_cast<Cq*>(attr.recv_cq);
+  if (scq == nullptr || rcq == nullptr || scq->device() != dev ||
+      rcq->device() != dev) {
     return InvalidArgument("CQ of another device");
   }
-  auto* srq = static_cast<Srq*>(attr.srq);
-  if (srq != nullptr && srq->device() != dev) {
+  auto* srq = dynamic_cast<Srq*>(attr.srq);
+  if ((attr.srq != nullptr && srq == nullptr) ||
+      (srq != nullptr && srq->device() != dev)) {
     return InvalidArgument("SRQ of another device");
   }
   const tp::QpCap& cap = attr.cap;

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/verbs/internal/selection.h"
 #include "backends/verbs/verbs_test_util.h"
 #include "core/transport.h"
 
@@ -61,6 +62,9 @@ TEST_F(DeviceTest, QueriesAnswerForTheSelectedPortAndGid) {
     for (const VerbsPortInfo& p : d.ports) {
       if (p.port_num != device_->physical_port()) continue;
       EXPECT_EQ(p.state, tp::PortState::kActive);
+      std::printf("%s port %d active_mtu %u, GID table: %s\n", d.name.c_str(),
+                  p.port_num, tp::MtuBytes(p.active_mtu),
+                  internal::DescribeGids(p).c_str());
       for (const VerbsGidInfo& e : p.gids) {
         if (e.index == device_->gid_index()) selected = &e;
       }
@@ -128,6 +132,7 @@ TEST_F(DeviceTest, CqSizeIsChecked) {
   auto cq = device_->CreateCq(10);
   ASSERT_TRUE(cq.ok());
   EXPECT_GE((*cq)->cqe(), 10);
+  std::printf("CreateCq(10) granted cqe %d\n", (*cq)->cqe());
   tp::WorkCompletion wc;
   EXPECT_EQ((*cq)->Poll(-1, &wc), -EINVAL);
   EXPECT_EQ((*cq)->Poll(1, nullptr), -EINVAL);
