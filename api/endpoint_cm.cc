@@ -74,12 +74,14 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
     return Fail(EINVAL,
                 "info must be an SF_CONNREQ's, for an SF_EP_MSG endpoint");
   }
+  a.channel = d->channel;
   auto ep = core::Endpoint::Create(d->device, d->pd, a);
   if (!ep.ok()) return Fail(ep.status());
   auto* e = NewObject<Ep>(SF_CLASS_EP, context, &d->children);
   if (attr->info != nullptr) e->request = attr->info->request;
   e->domain = d;
   e->ep = std::move(*ep);
+  d->endpoints.push_back(e->ep.get());
   e->ep->rx_context()->set_user_handle(static_cast<sf_ep*>(e));
   e->ep->set_user_handle(&e->fid);
   *out = e;
@@ -324,11 +326,12 @@ int sf_passive_ep(sf_domain* pub, sf_pep** out, void* context) {
   if (d == nullptr || out == nullptr) {
     return Fail(EINVAL, "domain and pep must be valid");
   }
-  auto ep = core::Endpoint::CreateListener(d->device, d->pd);
+  auto ep = core::Endpoint::CreateListener(d->device, d->pd, 4096, d->channel);
   if (!ep.ok()) return Fail(ep.status());
   auto* pep = NewObject<Pep>(SF_CLASS_PEP, context, &d->children);
   pep->domain = d;
   pep->ep = std::move(*ep);
+  d->endpoints.push_back(pep->ep.get());
   pep->ep->set_user_handle(&pep->fid);
   *out = pep;
   return 0;

@@ -1,9 +1,11 @@
-// The fabric (one simulated fabric and its fault plan), its domains (one node
-// and a protection domain each), and memory registration.
+// The fabric (one simulated fabric and its fault plan, or a verbs device:
+// api/verbs_fabric.cc), its domains (one node or device context and a
+// protection domain each), and memory registration.
 #include <cerrno>
 #include <cstdint>
 
 #include "api/internal/fabric_objects.h"
+#include "api/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
 #include "core/transport.h"
@@ -18,9 +20,7 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   if (attr == nullptr || out == nullptr) {
     return Fail(EINVAL, "attr and fabric must not be NULL");
   }
-  if (attr->backend == SF_BACKEND_VERBS) {
-    return Fail(ENOSYS, "the verbs backend is not built yet (later issue)");
-  }
+  if (attr->backend == SF_BACKEND_VERBS) return OpenVerbsFabric(*attr, out, context);
   if (attr->backend != SF_BACKEND_SIM) return Fail(EINVAL, "unknown backend");
   if (attr->sim_nodes <= 0 || attr->sim_nodes > 4096) {
     return Fail(EINVAL, "sim_nodes must be in [1, 4096]");
@@ -63,6 +63,7 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   if (f == nullptr || out == nullptr) {
     return Fail(EINVAL, "fabric and domain must be valid");
   }
+  if (f->verbs) return OpenVerbsDomain(f, node, out, context);
   tp::Device* dev = f->sim->device(node);
   if (dev == nullptr) return Fail(EINVAL, "no such node");
   auto pd = dev->AllocPd();
@@ -71,6 +72,7 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   d->fabric = f;
   d->device = dev;
   d->pd = *pd;
+  f->domains.push_back(d);
   *out = d;
   return 0;
 }
@@ -78,6 +80,7 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
 int sf_sim_digest(sf_fabric* pub, uint64_t* digest) {
   Fabric* f = AsFabric(pub);
   if (f == nullptr || digest == nullptr) return Fail(EINVAL, "bad argument");
+  if (!f->sim) return Fail(ENOSYS, "simulator only: this fabric is verbs");
   *digest = f->sim->digest();
   return 0;
 }
@@ -85,6 +88,7 @@ int sf_sim_digest(sf_fabric* pub, uint64_t* digest) {
 int sf_sim_now(sf_fabric* pub, uint64_t* now_ns) {
   Fabric* f = AsFabric(pub);
   if (f == nullptr || now_ns == nullptr) return Fail(EINVAL, "bad argument");
+  if (!f->sim) return Fail(ENOSYS, "simulator only: this fabric is verbs");
   *now_ns = f->sim->clock().NowNs();
   return 0;
 }

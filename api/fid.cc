@@ -71,6 +71,7 @@ int sf_close(sf_fid* fid) {
       if (ep->av) --ep->av->users;
       if (ep->srx) --ep->srx->users;
       if (ep->eq) --ep->eq->users;
+      ForgetEndpoint(ep->domain, ep->ep.get());
       Fabric* fabric = ep->domain->fabric;
       const int rc = Release(ep, &ep->domain->children);
       SyncWaitFds(fabric);  // Closing may have completed receives (EIO).
@@ -84,6 +85,7 @@ int sf_close(sf_fid* fid) {
     case SF_CLASS_PEP: {
       Pep* pep = ObjectOf<Pep>(fid);
       if (pep->eq) --pep->eq->users;
+      ForgetEndpoint(pep->domain, pep->ep.get());
       return Release(pep, &pep->domain->children);
     }
     case SF_CLASS_SRX_CTX: {
@@ -120,6 +122,10 @@ int sf_close(sf_fid* fid) {
       Domain* d = ObjectOf<Domain>(fid);
       if (d->children) return Fail(EBUSY, "objects of this domain are open");
       if (Status s = d->pd->Destroy(); !s.ok()) return Fail(s);
+      auto& all = d->fabric->domains;
+      all.erase(std::find(all.begin(), all.end(), d));
+      // Verbs: the context goes with the domain (its channel with it).
+      d->verbs_device.reset();
       return Release(d, &d->fabric->children);
     }
     case SF_CLASS_FABRIC: {

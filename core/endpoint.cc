@@ -62,10 +62,16 @@ Status Endpoint::Init() {
                          std::max<uint32_t>(attr_.credits, attr_.credits * 16));
   const int32_t recv_cqe = static_cast<int32_t>(
       std::max(rx_bounce_max_, attr_.rx_size) + CmChannel::kBuffers + 64);
-  auto scq = device_->CreateCq(send_cqe);
+  // On a completion channel when the API sleeps on one (verbs); CreateCq
+  // otherwise, so the simulator's runs are unchanged.
+  auto make_cq = [&](int32_t cqe) {
+    return attr_.channel ? device_->CreateCqOnChannel(cqe, attr_.channel)
+                         : device_->CreateCq(cqe);
+  };
+  auto scq = make_cq(send_cqe);
   if (!scq.ok()) return scq.status();
   send_cq_ = *scq;
-  auto rcq = device_->CreateCq(recv_cqe);
+  auto rcq = make_cq(recv_cqe);
   if (!rcq.ok()) return rcq.status();
   recv_cq_ = *rcq;
   if (Status s = attr_.type == EndpointType::kDgram ? InitDgram() : InitRdm();
@@ -147,9 +153,10 @@ Status Endpoint::InitRdm() {
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
     transport::Device* device, transport::ProtectionDomain* pd,
-    uint32_t requests_max) {
+    uint32_t requests_max, transport::CompletionChannel* channel) {
   // A listener only runs the CM: the smallest data path there is.
   EndpointAttr attr;
+  attr.channel = channel;
   attr.type = EndpointType::kMsg;
   attr.tx_size = 1;
   attr.rx_size = 1;

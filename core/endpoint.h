@@ -88,6 +88,9 @@ struct EndpointAttr {
   uint32_t cm_retries_max = 50;
   // FI_BUFFERED_RECV (or FI_VARIABLE_MSG): see RxContext::Attr::buffered.
   bool buffered = false;
+  // Where the endpoint's transport CQs raise events for a sleeping waiter
+  // (ArmCompletions); null: no channel (the simulator, busy polling).
+  transport::CompletionChannel* channel = nullptr;
 };
 
 // desc[i], when given, is the registration covering iov[i] (the API layer
@@ -165,6 +168,11 @@ class Endpoint {
 
   // Polls the transport and runs the protocol. Called by CQ reads.
   void Progress();
+  // Arms the endpoint's transport CQs (EndpointAttr::channel) so that the
+  // next completion on either raises an event on the channel. A waiter arms,
+  // runs Progress once more (completions that came before the arm raise
+  // nothing), then sleeps on the channel's fd. EINVAL without a channel.
+  [[nodiscard]] Status ArmCompletions();
 
   // ---- FI_EP_MSG: connection management (fi_cm(3)) ----
   // A listener (fi_passive_ep): receives connection requests and reports each
@@ -174,7 +182,8 @@ class Endpoint {
   // once its request was decided and its connector has gone quiet.
   static StatusOr<std::unique_ptr<Endpoint>> CreateListener(
       transport::Device* device, transport::ProtectionDomain* pd,
-      uint32_t requests_max = 4096);
+      uint32_t requests_max = 4096,
+      transport::CompletionChannel* channel = nullptr);
   bool listener() const { return listener_; }
   // The API's object for this endpoint, reported as the events' fid and a
   // buffered receive's RecvContext::ep.

@@ -111,4 +111,12 @@ void Endpoint::MarkBusy(uint32_t peer) {
   }
 }
 
+Status Endpoint::ArmCompletions() {
+  if (attr_.channel == nullptr) {
+    return InvalidArgument("the endpoint has no completion channel");
+  }
+  if (Status s = send_cq_->RequestNotify(false); !s.ok()) return s;
+  return recv_cq_->RequestNotify(false);
+}
+
 }  // namespace softfab::core

@@ -14,13 +14,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
+#include "backends/verbs/verbs_device.h"
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
@@ -44,17 +47,32 @@ inline int Fail(int code, const char* why) {
   return -code;
 }
 inline int Fail(const Status& s) { return Fail(s.code(), s.message()); }
+// For reasons built at run time (a device's diagnostics): kept per thread until
+// the next failure.
+inline thread_local std::string last_error_text;
+inline int FailWith(int code, std::string why) {
+  last_error_text = std::move(why);
+  last_error = last_error_text.c_str();
+  return -code;
+}
 
 struct Ep;
 struct Srx;
 
 struct Cq;
 
+struct Domain;
+
 struct Fabric : sf_fabric {
   using Public = sf_fabric;
+  // Exactly one backend: the simulated fabric, or a device opened through
+  // libibverbs by each domain with these options.
   std::unique_ptr<softfab::sim::SimFabric> sim;
+  bool verbs = false;
+  softfab::verbs::VerbsOptions verbs_options;
   int children = 0;
-  std::vector<Cq*> waitable;  // CQs with a wait fd, kept in step.
+  std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step (sim).
+  std::vector<Domain*> domains;  // Open domains, in opening order.
 };
 
 struct Domain : sf_domain {
@@ -66,6 +84,12 @@ struct Domain : sf_domain {
   // Live registrations, so a desc is checked without reading through it.
   std::set<const void*> mrs;
   std::vector<Srx*> srxs;  // Shared receive contexts, in creation order.
+  // Verbs: the device context this domain owns, and the completion channel
+  // every endpoint's CQs raise events on, so a waiter can sleep on its fd.
+  std::unique_ptr<softfab::verbs::VerbsDevice> verbs_device;
+  tp::CompletionChannel* channel = nullptr;
+  // Endpoints and listeners on this domain (verbs: armed before sleeping).
+  std::vector<core::Endpoint*> endpoints;
 };
 
 struct Cq : sf_cq {
@@ -76,10 +100,13 @@ struct Cq : sf_cq {
   std::vector<Ep*> eps;  // Bound endpoints, in binding order.
   std::vector<core::CqEntry> scratch = std::vector<core::CqEntry>(64);
   std::vector<uint64_t> scratch_src = std::vector<uint64_t>(64);
-  int wait_fd = -1;  // SF_WAIT_FD: an eventfd, readable while signalled.
+  // SF_WAIT_FD: on the simulator an eventfd of the CQ's own, readable while
+  // signalled; on verbs the domain's completion channel (not owned).
+  int wait_fd = -1;
+  bool owns_wait_fd = false;
   bool signalled = false;
   ~Cq() {
-    if (wait_fd >= 0) close(wait_fd);
+    if (owns_wait_fd) close(wait_fd);
   }
 };
 
@@ -146,6 +173,13 @@ struct Ep : sf_ep {
   // SF_EP_MSG created from an SF_CONNREQ: the request sf_accept takes.
   std::shared_ptr<const core::ConnRequest> request;
 };
+
+// Takes an endpoint or listener off its domain's list (before it goes).
+inline void ForgetEndpoint(Domain* d, core::Endpoint* ep) {
+  auto& all = d->endpoints;
+  auto it = std::find(all.begin(), all.end(), ep);
+  if (it != all.end()) all.erase(it);
+}
 
 inline void InitFid(sf_fid* fid, sf_fclass fclass, void* context) {
   fid->fclass = fclass;
