@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
+#include <sys/resource.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -107,6 +108,22 @@ TEST_F(DeviceTest, BadGidIndexAndPortAreInvalidWithTheTable) {
   o.gid_index = device_->gid_index();
   dev = OpenVerbsDevice(o, &diag);
   ASSERT_TRUE(dev.ok()) << diag;
+}
+
+TEST_F(DeviceTest, OpeningWarnsAboutASmallLockedMemoryLimit) {
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_MEMLOCK, &saved), 0);
+  rlimit small = saved;
+  small.rlim_cur = 1u << 20;  // lowering the soft limit is always allowed
+  ASSERT_EQ(setrlimit(RLIMIT_MEMLOCK, &small), 0);
+  VerbsOptions o = TestOptions();
+  o.device_name = device_->name();
+  std::string diag;
+  auto dev = OpenVerbsDevice(o, &diag);
+  ASSERT_EQ(setrlimit(RLIMIT_MEMLOCK, &saved), 0);
+  ASSERT_TRUE(dev.ok()) << diag;
+  EXPECT_NE(diag.find("RLIMIT_MEMLOCK is 1024 KiB"), std::string::npos) << diag;
+  EXPECT_NE(diag.find("ulimit -l unlimited"), std::string::npos) << diag;
 }
 
 TEST_F(DeviceTest, RegMrChecksItsArguments) {
