@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "api/internal/fabric_objects.h"
+#include "api/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
 #include "core/completion_queue.h"
@@ -20,7 +21,8 @@
 namespace softfab::fabric_internal {
 
 void SyncWaitFds(Fabric* f) {
-  if (f->waitable.empty()) return;
+  // On verbs the wait fd is the completion channel: the device signals it.
+  if (f->waitable.empty() || !f->sim) return;
   const bool busy = f->sim->pending_events() > 0;
   for (Cq* c : f->waitable) {
     const bool want = busy || c->cq->pending() > 0 || c->cq->has_error();
@@ -88,8 +90,11 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
 // A blocking read: `try_read` until it returns something other than
 // -EAGAIN, running the simulated fabric on in between. The timeout is virtual
 // time; an idle fabric ends the wait at once (nothing can arrive).
+// On verbs the timeout is real time and the wait sleeps on the completion
+// channels (api/verbs_fabric.cc).
 template <typename TryRead>
 ssize_t WaitFor(Fabric* fabric, int timeout_ms, TryRead try_read) {
+  if (!fabric->sim) return WaitOnChannels(fabric, timeout_ms, try_read);
   softfab::sim::SimFabric& sim = *fabric->sim;
   const uint64_t start = sim.clock().NowNs();
   const uint64_t deadline =
@@ -167,12 +172,16 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
                 "wait_obj: SF_WAIT_NONE, SF_WAIT_UNSPEC or SF_WAIT_FD");
   }
   int fd = -1;
-  if (wait != SF_WAIT_NONE) {
+  const bool own_fd = wait != SF_WAIT_NONE && d->channel == nullptr;
+  if (own_fd) {
     fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     if (fd < 0) return Fail(ENOMEM, "eventfd failed");
+  } else if (wait != SF_WAIT_NONE) {
+    fd = d->channel->fd();  // verbs: the domain's completion channel
   }
   auto* c = NewObject<Cq>(SF_CLASS_CQ, context, &d->children);
   c->wait_fd = fd;
+  c->owns_wait_fd = own_fd;
   if (fd >= 0) d->fabric->waitable.push_back(c);
   c->domain = d;
   c->format = format;
@@ -260,6 +269,18 @@ int sf_trywait(sf_fabric* pub, sf_fid** fids, int count) {
     }
   }
   SyncWaitFds(f);
+  if (!f->sim) {
+    // Verbs: arm, then look once more (what came before the arm raised no
+    // event on the channel).
+    return ArmForSleep(f, [&] {
+      for (int i = 0; i < count; ++i) {
+        Cq* cq = ObjectOf<Cq>(fids[i]);
+        cq->cq->Progress();
+        if (cq->cq->pending() > 0 || cq->cq->has_error()) return true;
+      }
+      return false;
+    });
+  }
   if (f->sim->pending_events() > 0) {
     return Fail(EAGAIN, "the simulated fabric has work: read the CQs");
   }

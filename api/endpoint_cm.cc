@@ -74,7 +74,7 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
     return Fail(EINVAL,
                 "info must be an SF_CONNREQ's, for an SF_EP_MSG endpoint");
   }
-  a.channel = d->channel;
+  SetBackendTiming(d, &a);
   auto ep = core::Endpoint::Create(d->device, d->pd, a);
   if (!ep.ok()) return Fail(ep.status());
   auto* e = NewObject<Ep>(SF_CLASS_EP, context, &d->children);
@@ -326,7 +326,9 @@ int sf_passive_ep(sf_domain* pub, sf_pep** out, void* context) {
   if (d == nullptr || out == nullptr) {
     return Fail(EINVAL, "domain and pep must be valid");
   }
-  auto ep = core::Endpoint::CreateListener(d->device, d->pd, 4096, d->channel);
+  core::EndpointAttr like;
+  SetBackendTiming(d, &like);
+  auto ep = core::Endpoint::CreateListener(d->device, d->pd, 4096, &like);
   if (!ep.ok()) return Fail(ep.status());
   auto* pep = NewObject<Pep>(SF_CLASS_PEP, context, &d->children);
   pep->domain = d;

@@ -20,7 +20,8 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   if (attr == nullptr || out == nullptr) {
     return Fail(EINVAL, "attr and fabric must not be NULL");
   }
-  if (attr->backend == SF_BACKEND_VERBS) return OpenVerbsFabric(*attr, out, context);
+  if (attr->backend == SF_BACKEND_VERBS)
+    return OpenVerbsFabric(*attr, out, context);
   if (attr->backend != SF_BACKEND_SIM) return Fail(EINVAL, "unknown backend");
   if (attr->sim_nodes <= 0 || attr->sim_nodes > 4096) {
     return Fail(EINVAL, "sim_nodes must be in [1, 4096]");

@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <string>
@@ -53,7 +54,12 @@ bool ArmAll(Fabric* f) {
   bool ok = true;
   for (Domain* d : f->domains) {
     DrainChannel(d);
-    for (core::Endpoint* ep : d->endpoints) ok &= ep->ArmCompletions().ok();
+    for (core::Endpoint* ep : d->endpoints) {
+      Status st = ep->ArmCompletions();
+      if (getenv("SF_DEBUG_ARM") && !st.ok())
+        fprintf(stderr, "arm failed %d %s\n", st.code(), st.message());
+      ok &= st.ok();
+    }
   }
   return ok;
 }

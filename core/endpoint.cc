@@ -153,10 +153,14 @@ Status Endpoint::InitRdm() {
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
     transport::Device* device, transport::ProtectionDomain* pd,
-    uint32_t requests_max, transport::CompletionChannel* channel) {
+    uint32_t requests_max, const EndpointAttr* like) {
   // A listener only runs the CM: the smallest data path there is.
   EndpointAttr attr;
-  attr.channel = channel;
+  if (like != nullptr) {
+    attr.channel = like->channel;
+    attr.cm_retry_ns = like->cm_retry_ns;
+    attr.cm_retries_max = like->cm_retries_max;
+  }
   attr.type = EndpointType::kMsg;
   attr.tx_size = 1;
   attr.rx_size = 1;

@@ -77,11 +77,14 @@ struct EndpointAttr {
   uint32_t eager_max = 8192;  // Largest message sent eagerly.
   uint64_t max_msg_size = 1ull << 30;  // Larger ones use rendezvous (READ).
   uint32_t inject_size = 256;
-  uint32_t credits = 64;          // SENDs in flight to one peer.
-  uint32_t peers_max = 1024;      // Connections one endpoint can hold.
-  uint64_t op_flags = 0;          // Default completion level (0: transmit).
-  uint64_t caps = 0;              // kDirectedRecv, ...
-  uint32_t cm_retry_ns = 200000;  // CM request retry interval.
+  uint32_t credits = 64;      // SENDs in flight to one peer.
+  uint32_t peers_max = 1024;  // Connections one endpoint can hold.
+  uint64_t op_flags = 0;      // Default completion level (0: transmit).
+  uint64_t caps = 0;          // kDirectedRecv, ...
+  // CM request retry interval and tries: 200 us x 50 suits the simulator's
+  // virtual time; on a real device the API uses 10 ms x 500 (a peer that
+  // makes no progress for a while must not fail the connection).
+  uint32_t cm_retry_ns = 200000;
   // RC local ack timeout, as the IB exponent: 4.096 us * 2^rc_timeout before
   // an unacknowledged packet is resent (14: 67 ms, a common default).
   uint8_t rc_timeout = 14;
@@ -179,11 +182,11 @@ class Endpoint {
   // as a kEqConnReq event with a ConnRequest. Its name is the address to
   // connect to.
   // It tracks up to `requests_max` connectors at once; an entry is reused
-  // once its request was decided and its connector has gone quiet.
+  // once its request was decided and its connector has gone quiet. `like`,
+  // when given, lends its channel and CM timing.
   static StatusOr<std::unique_ptr<Endpoint>> CreateListener(
       transport::Device* device, transport::ProtectionDomain* pd,
-      uint32_t requests_max = 4096,
-      transport::CompletionChannel* channel = nullptr);
+      uint32_t requests_max = 4096, const EndpointAttr* like = nullptr);
   bool listener() const { return listener_; }
   // The API's object for this endpoint, reported as the events' fid and a
   // buffered receive's RecvContext::ep.

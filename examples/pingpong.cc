@@ -10,7 +10,9 @@
 //
 // Options: --ep rdm|msg, --tagged, --sizes a,b,c (default 8 B to 16 MiB),
 // --iters N (per size; large sizes run fewer, at least 2), --device NAME,
-// --port N, --gid-index N, --oob-port P, --timeout-ms T (per wait).
+// --port N, --gid-index N, --oob-port P, --timeout-ms T (per wait), --busy
+// (poll the CQ with sf_cq_read, as perftest does, instead of sleeping in
+// sf_cq_sread on the completion channel).
 // Exit status 0 when every message arrived with its bytes, 1 otherwise, 2 for
 // bad usage.
 #include <algorithm>
@@ -41,6 +43,7 @@ struct Options {
   int oob_port = 47592;
   int timeout_ms = 10000;
   std::string server;  // the client's peer; empty: this is the server.
+  bool busy = false;   // poll with sf_cq_read instead of sleeping in sread
 };
 
 // One end of the ping-pong: its objects and its registered buffers.
@@ -86,12 +89,13 @@ uint8_t PatternByte(size_t size, int seq, int from, size_t i) {
 // Reads one completion entry from s.cq within timeout_ms (exits otherwise),
 // driving the other side's progress in a one-process run. An error entry
 // ends the program with its text.
-void WaitOne(Side& s, int timeout_ms, sf_cq_tagged_entry* entry) {
+void WaitOne(Side& s, int timeout_ms, sf_cq_tagged_entry* entry, bool busy) {
   const int64_t deadline = NowNs() + int64_t{timeout_ms} * 1000000;
   while (true) {
     ssize_t n;
     if (s.other == nullptr) {
-      n = sf_cq_sread(s.cq, entry, 1, nullptr, timeout_ms);
+      n = busy ? sf_cq_read(s.cq, entry, 1)
+               : sf_cq_sread(s.cq, entry, 1, nullptr, timeout_ms);
     } else {
       n = sf_cq_read(s.cq, entry, 1);
       if (n == -SF_EAGAIN) (void)sf_cq_read(s.other->cq, nullptr, 0);
@@ -236,7 +240,7 @@ bool Complete(const Options& o, Side& s, size_t size, int seq, int from) {
   bool got_recv = false, got_send = false;
   while (!got_recv || !got_send) {
     sf_cq_tagged_entry e{};
-    WaitOne(s, o.timeout_ms, &e);
+    WaitOne(s, o.timeout_ms, &e, o.busy);
     if (e.flags & SF_RECV) {
       got_recv = true;
       if (e.len != size) {
@@ -279,7 +283,7 @@ bool RunSize(const Options& o, Side& s, size_t size) {
     if (!client) {
       // The server answers once the ping is in: its send completes later.
       sf_cq_tagged_entry e{};
-      WaitOne(s, o.timeout_ms, &e);
+      WaitOne(s, o.timeout_ms, &e, o.busy);
       if (!(e.flags & SF_RECV) || e.len != size) return false;
       for (size_t i = 0; i < size; ++i) {
         if (s.rx[i] != PatternByte(size, seq, 1, i)) {
@@ -289,7 +293,7 @@ bool RunSize(const Options& o, Side& s, size_t size) {
         }
       }
       Send(o, s, size, seq);
-      WaitOne(s, o.timeout_ms, &e);  // the pong's send completion
+      WaitOne(s, o.timeout_ms, &e, o.busy);  // the pong's send completion
       if (e.flags & SF_RECV) return false;
       continue;
     }
@@ -308,14 +312,14 @@ bool RunSizeTogether(const Options& o, Side& server, Side& client,
     Check(client, "post receive", PostRecv(o, client, size + 1));
     Send(o, client, size, seq);
     sf_cq_tagged_entry e{};
-    WaitOne(server, o.timeout_ms, &e);
+    WaitOne(server, o.timeout_ms, &e, o.busy);
     if (!(e.flags & SF_RECV) || e.len != size) return false;
     for (size_t i = 0; i < size; ++i) {
       if (server.rx[i] != PatternByte(size, seq, 1, i)) return false;
     }
     Send(o, server, size, seq);
     if (!Complete(o, client, size, seq, 0)) return false;
-    WaitOne(server, o.timeout_ms, &e);
+    WaitOne(server, o.timeout_ms, &e, o.busy);
     if (e.flags & SF_RECV) return false;
   }
   return true;
@@ -335,11 +339,12 @@ bool ParseSizes(const char* text, std::vector<size_t>* sizes) {
 }
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: softfab_pingpong [--backend sim|verbs] [--ep rdm|msg] "
-               "[--tagged] [--sizes a,b,...] [--iters N] [--device NAME] "
-               "[--port N] [--gid-index N] [--oob-port P] [--timeout-ms T] "
-               "[SERVER_IPV4]\n");
+  std::fprintf(
+      stderr,
+      "usage: softfab_pingpong [--backend sim|verbs] [--ep rdm|msg] "
+      "[--tagged] [--busy] [--sizes a,b,...] [--iters N] [--device NAME] "
+      "[--port N] [--gid-index N] [--oob-port P] [--timeout-ms T] "
+      "[SERVER_IPV4]\n");
   return 2;
 }
 
@@ -374,6 +379,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
         return false;
       }
       ++i;
+    } else if (a == "--busy") {
+      o->busy = true;
     } else if (a == "--tagged") {
       o->tagged = true;
     } else if (a == "--sizes" && v) {

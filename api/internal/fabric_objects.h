@@ -174,6 +174,17 @@ struct Ep : sf_ep {
   std::shared_ptr<const core::ConnRequest> request;
 };
 
+// What differs between the backends in an endpoint's attributes: on verbs the
+// CQs raise events on the domain's channel and the CM retries on the scale of
+// real networks (10 ms, for 5 s); on the simulator the defaults stand, so its
+// runs stay as they were.
+inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
+  if (d->channel == nullptr) return;
+  a->channel = d->channel;
+  a->cm_retry_ns = 10'000'000;
+  a->cm_retries_max = 500;
+}
+
 // Takes an endpoint or listener off its domain's list (before it goes).
 inline void ForgetEndpoint(Domain* d, core::Endpoint* ep) {
   auto& all = d->endpoints;

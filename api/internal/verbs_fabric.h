@@ -16,8 +16,7 @@ namespace softfab::fabric_internal {
 // sf_fabric_open with SF_BACKEND_VERBS: checks that the device, port and GID
 // the attributes select exist and are usable (opening the device once), so a
 // wrong setting fails here with a reason naming what was found.
-int OpenVerbsFabric(const sf_fabric_attr& attr, sf_fabric** out,
-                    void* context);
+int OpenVerbsFabric(const sf_fabric_attr& attr, sf_fabric** out, void* context);
 // sf_domain_open on a verbs fabric: a device context of the domain's own, its
 // protection domain and its completion channel. `node` only labels it.
 int OpenVerbsDomain(Fabric* f, int node, sf_domain** out, void* context);
