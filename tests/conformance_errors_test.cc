@@ -134,14 +134,34 @@ TEST_P(ConformanceTest, BadArgumentsAreRefused) {
                                                0, 0, 0, &mr, nullptr));
        }(),
        -SF_EINVAL},
-      {"fabric verbs (not built)",
+      {"fabric verbs: no device of that name",
        [&] {
          sf_fabric_attr a{};
          a.backend = SF_BACKEND_VERBS;
+         a.verbs_device = "softfab-no-such-device";
          sf_fabric* fab = nullptr;
          return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
        }(),
-       -SF_ENOSYS},
+       -SF_ENODEV},
+      {"fabric verbs: unknown verbs_flags",
+       [&] {
+         sf_fabric_attr a{};
+         a.backend = SF_BACKEND_VERBS;
+         a.verbs_flags = 1u << 7;
+         sf_fabric* fab = nullptr;
+         return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
+       }(),
+       -SF_EINVAL},
+      {"fabric verbs: negative GID index",
+       [&] {
+         sf_fabric_attr a{};
+         a.backend = SF_BACKEND_VERBS;
+         a.verbs_flags = SF_VERBS_GID_INDEX;
+         a.verbs_gid_index = -2;
+         sf_fabric* fab = nullptr;
+         return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
+       }(),
+       -SF_EINVAL},
       {"srx_context NULL domain",
        [&] {
          sf_ep* x = nullptr;

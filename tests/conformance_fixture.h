@@ -37,19 +37,47 @@ struct Peer {
 // Peers with RDM endpoints that know each other, on one fabric.
 // A test run once per backend (TEST_P on a subclass, instantiated with
 // SOFTFAB_INSTANTIATE_PER_BACKEND).
+// On the verbs backend each case needs an RDMA device (SOFTFAB_VERBS_DEVICE,
+// else the first one with an active port): without one it is skipped, saying
+// why, and never counted as a pass.
 class PerBackendTest : public ::testing::TestWithParam<Backend> {
  protected:
+  void SetUp() override {
+    if (backend().backend != SF_BACKEND_VERBS) return;
+    const std::string why = NoVerbsDevice();
+    if (!why.empty()) GTEST_SKIP() << "no usable RDMA device: " << why;
+  }
   const Backend& backend() const { return GetParam(); }
+
+ private:
+  // Empty when a verbs fabric opens; else the reason it does not. Asked once
+  // per process.
+  static std::string NoVerbsDevice() {
+    static const std::string why = [] {
+      sf_fabric_attr fa{};
+      fa.backend = SF_BACKEND_VERBS;
+      sf_fabric* f = nullptr;
+      if (sf_fabric_open(&fa, &f, nullptr) != 0) {
+        return std::string(sf_last_error());
+      }
+      sf_close(&f->fid);
+      return std::string();
+    }();
+    return why;
+  }
 };
 
-// Every backend, and the simulator again under a fault plan (1% of packets
-// lost, 1% duplicated, 2% reordered): the suite must hold unchanged.
+// Every backend (the simulator, a real device through verbs), and the
+// simulator again under a fault plan (1% of packets lost, 1% duplicated, 2%
+// reordered): the suite must hold unchanged.
 #define SOFTFAB_INSTANTIATE_PER_BACKEND(suite)                                \
   INSTANTIATE_TEST_SUITE_P(                                                   \
       Backends, suite,                                                        \
-      ::testing::Values(::softfab::testing::Backend{"sim", SF_BACKEND_SIM},   \
-                        ::softfab::testing::Backend{                          \
-                            "sim_faults", SF_BACKEND_SIM, 0.01, 0.01, 0.02}), \
+      ::testing::Values(                                                      \
+          ::softfab::testing::Backend{"sim", SF_BACKEND_SIM},                 \
+          ::softfab::testing::Backend{"sim_faults", SF_BACKEND_SIM, 0.01,     \
+                                      0.01, 0.02},                            \
+          ::softfab::testing::Backend{"verbs", SF_BACKEND_VERBS}),            \
       [](const ::testing::TestParamInfo<::softfab::testing::Backend>& info) { \
         return std::string(info.param.name);                                  \
       })

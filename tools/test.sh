@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # softfab's test command (the README's second command, and what CI runs):
 #   1. installs the Debian packages the build needs (tools/install-deps.sh),
-#   2. runs every test: `bazel test //...` plain, under AddressSanitizer and under
-#      UndefinedBehaviorSanitizer,
+#   2. runs every test: `bazel test //...` plain, then the verbs suites on Soft-RoCE in a
+#      qemu VM (tools/rxe-vm/run.sh, tools/verbs-tests.sh), then `bazel test //...` under
+#      AddressSanitizer and under UndefinedBehaviorSanitizer,
 #   3. checks that the simulator's digest of a fixed faulty scenario is the same in
 #      optimised and debug builds (once //backends/sim:sim_digest exists),
 #   4. ends with one line "N passed, N failed" counted from the test.xml files.
 # Exit status is non-zero when anything failed. SOFTFAB_SKIP_INSTALL=1 skips step 1,
-# SOFTFAB_QUICK=1 skips the sanitizer runs, SOFTFAB_TARGETS (default //...) narrows the run.
+# SOFTFAB_QUICK=1 skips the sanitizer runs, SOFTFAB_SKIP_VM=1 the VM, SOFTFAB_TARGETS (default //...) narrows the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 if [ "${SOFTFAB_SKIP_INSTALL:-0}" != 1 ]; then
-  bash tools/install-deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+  bash tools/install-deps.sh --rxe-vm || { echo "0 passed, 1 failed"; exit 1; }
 fi
 
 targets=${SOFTFAB_TARGETS:-//...}
@@ -34,6 +35,32 @@ bazel_tests() {
 }
 
 bazel_tests plain
+
+# The verbs backend on a real device: Soft-RoCE (rxe) in a throw-away qemu VM, running the
+# binaries the plain pass just built (tools/verbs-tests.sh). A suite that wrote no XML, or a
+# VM that did not boot, counts as a failure. SOFTFAB_SKIP_VM=1 leaves it out (then the verbs
+# cases only show as skipped on the host).
+if [ "${SOFTFAB_SKIP_VM:-0}" != 1 ] && [ "$targets" = "//..." ]; then
+  echo "== verbs suites on rxe in a qemu VM (tools/rxe-vm/run.sh)"
+  bazel build //examples:softfab_pingpong 2>&1 | tail -n 1
+  vm_out=$(mktemp -d)
+  vm_start=$(date +%s)
+  bash tools/rxe-vm/run.sh --timeout 1500 --out "$vm_out" -- \
+    bash tools/verbs-tests.sh "$vm_out" 2>&1 | tail -n 80
+  vm_rc=${PIPESTATUS[0]}
+  echo "== VM exited with $vm_rc after $(( $(date +%s) - vm_start )) s"
+  xmls=()
+  for x in $(bash tools/verbs-tests.sh --list); do xmls+=("rxe:${x%.xml}=$vm_out/$x"); done
+  python3 tools/count_tests.py collect-xml "$results/vm" "${xmls[@]}"
+  if [ -f "$vm_out/checks.txt" ]; then
+    sed 's/\t/\trxe:/' "$vm_out/checks.txt" >>"$results/vm"
+  else
+    python3 tools/count_tests.py record "$results/vm" "rxe:two-process checks (none ran)" fail
+  fi
+  [ "$vm_rc" -eq 0 ] || [ "$vm_rc" -eq 1 ] ||
+    python3 tools/count_tests.py record "$results/vm" "rxe:VM run (exit $vm_rc)" fail
+fi
+
 if [ "${SOFTFAB_QUICK:-0}" != 1 ]; then
   bazel_tests asan --config=asan
   bazel_tests ubsan --config=ubsan

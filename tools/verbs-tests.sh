@@ -6,10 +6,9 @@
 # checks append "pass|fail<TAB>name" lines to OUT_DIR/checks.txt, the format
 # tools/count_tests.py reads. The binaries must have been built (plain config) first.
 # The device comes from SOFTFAB_VERBS_DEVICE, else SOFTFAB_RXE_DEVICE (set by the VM).
+#   bash tools/verbs-tests.sh --list   prints the XML files a full run writes, one per line
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out=${1:?usage: verbs-tests.sh OUT_DIR}
-mkdir -p "$out"
 export SOFTFAB_VERBS_DEVICE=${SOFTFAB_VERBS_DEVICE:-${SOFTFAB_RXE_DEVICE:-}}
 bin=${SOFTFAB_BIN:-bazel-bin}
 
@@ -17,7 +16,18 @@ bin=${SOFTFAB_BIN:-bazel-bin}
 # simulator instances ran on the host).
 suites=(
   "verbs_device_test:backends/verbs/verbs_device_test:*"
+  "conformance_recv_test:tests/conformance_recv_test:*/verbs"
+  "conformance_send_test:tests/conformance_send_test:*/verbs"
+  "conformance_errors_test:tests/conformance_errors_test:*/verbs"
+  "conformance_more_test:tests/conformance_more_test:*/verbs"
 )
+if [ "${1:-}" = --list ]; then
+  for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done
+  exit 0
+fi
+out=${1:?usage: verbs-tests.sh OUT_DIR | --list}
+mkdir -p "$out"
+
 for entry in "${suites[@]}"; do
   IFS=: read -r name path filter <<<"$entry"
   echo "== $name ($filter)"

@@ -46,10 +46,12 @@ typedef uint64_t sf_addr_t;
 #define SF_EAGAIN 11
 #define SF_ENOMEM 12
 #define SF_EBUSY 16
+#define SF_ENODEV 19 /* verbs: no RDMA device (of that name) */
 #define SF_EINVAL 22
 #define SF_ENOSYS 38
 #define SF_ENOMSG 42
 #define SF_ECONNRESET 104
+#define SF_ENETDOWN 100 /* verbs: the port is not active */
 #define SF_ENOTCONN 107
 #define SF_ETIMEDOUT 110
 #define SF_ECONNREFUSED 111
