@@ -116,6 +116,9 @@ int sf_mr_reg(sf_domain* pub, const void* buf, size_t len, uint64_t access,
   if (access & SF_REMOTE_WRITE) ibv |= tp::kAccessRemoteWrite;
   auto mr = d->pd->RegMr(const_cast<void*>(buf), len, ibv);
   if (!mr.ok()) return Fail(mr.status());
+  // A registration the application makes says it manages this range: the
+  // cache forgets what it holds there (it may be a new mapping).
+  if (d->mr_cache) d->mr_cache->Invalidate(buf, len);
   auto* m = NewObject<Mr>(SF_CLASS_MR, context, &d->children);
   m->domain = d;
   m->mr = *mr;

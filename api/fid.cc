@@ -114,6 +114,10 @@ int sf_close(sf_fid* fid) {
     }
     case SF_CLASS_MR: {
       Mr* mr = ObjectOf<Mr>(fid);
+      if (mr->domain->mr_cache) {
+        mr->domain->mr_cache->Invalidate(
+            reinterpret_cast<const void*>(mr->mr->addr()), mr->mr->length());
+      }
       if (Status s = mr->mr->Destroy(); !s.ok()) return Fail(s);
       mr->domain->mrs.erase(static_cast<sf_mr*>(mr));
       return Release(mr, &mr->domain->children);
@@ -121,6 +125,7 @@ int sf_close(sf_fid* fid) {
     case SF_CLASS_DOMAIN: {
       Domain* d = ObjectOf<Domain>(fid);
       if (d->children) return Fail(EBUSY, "objects of this domain are open");
+      d->mr_cache.reset();  // its registrations hold the PD
       if (Status s = d->pd->Destroy(); !s.ok()) return Fail(s);
       auto& all = d->fabric->domains;
       all.erase(std::find(all.begin(), all.end(), d));

@@ -71,8 +71,9 @@ int OpenVerbsFabric(const sf_fabric_attr& attr, sf_fabric** out,
   if (attr.verbs_port < 0 || attr.verbs_port > 255) {
     return Fail(EINVAL, "verbs_port must be in [0, 255] (0: first active)");
   }
-  if ((attr.verbs_flags & ~SF_VERBS_GID_INDEX) != 0) {
-    return Fail(EINVAL, "verbs_flags: only SF_VERBS_GID_INDEX is defined");
+  if ((attr.verbs_flags & ~(SF_VERBS_GID_INDEX | SF_VERBS_MR_CACHE)) != 0) {
+    return Fail(EINVAL,
+                "verbs_flags: SF_VERBS_GID_INDEX and SF_VERBS_MR_CACHE only");
   }
   if ((attr.verbs_flags & SF_VERBS_GID_INDEX) && attr.verbs_gid_index < 0) {
     return Fail(EINVAL, "verbs_gid_index must be >= 0");
@@ -87,6 +88,9 @@ int OpenVerbsFabric(const sf_fabric_attr& attr, sf_fabric** out,
   auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
   f->verbs = true;
   f->verbs_options = options;
+  const char* env_cache = std::getenv("SOFTFAB_MR_CACHE");
+  f->verbs_mr_cache = (attr.verbs_flags & SF_VERBS_MR_CACHE) ||
+                      (env_cache != nullptr && std::string(env_cache) == "1");
   // Domains open the device the probe found, even if the list changes.
   f->verbs_options.device_name = (*probe)->name();
   f->verbs_options.port = (*probe)->physical_port();
@@ -115,6 +119,9 @@ int OpenVerbsDomain(Fabric* f, int node, sf_domain** out, void* context) {
   d->pd = *pd;
   d->channel = *channel;
   d->verbs_device = std::move(*device);
+  core::MrCache::Options cache;
+  cache.enabled = f->verbs_mr_cache;
+  d->mr_cache = std::make_unique<core::MrCache>(d->pd, cache);
   f->domains.push_back(d);
   *out = d;
   return 0;

@@ -53,6 +53,10 @@ Status Endpoint::Init() {
   if (Status s = device_->QueryGid(kPort, 0, &gid_); !s.ok()) return s;
   tp::DeviceAttr dev{};
   if (Status s = device_->QueryDevice(&dev); !s.ok()) return s;
+  // Inline data for the header and an inject-sized payload, as far as the
+  // device allows.
+  inline_max_ = std::min<uint32_t>(dev.max_inline_data,
+                                   wire::kHeaderBytes + attr_.inject_size);
 
   const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
@@ -219,11 +223,11 @@ Endpoint::~Endpoint() {
   if (srq_) (void)srq_->Destroy();
   // Registrations of rendezvous operations still in flight.
   for (TxOp& op : tx_ops_) {
-    if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+    if (op.rdv_mr) ReleaseRdvMr(op);
   }
   for (Read& rd : reads_) {
     for (tp::MemoryRegion* mr : rd.mrs) {
-      if (mr) (void)mr->Destroy();
+      if (mr) ReleaseMr(mr);
     }
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();

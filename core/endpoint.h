@@ -61,6 +61,7 @@
 #include "core/event_queue.h"
 #include "core/flags.h"
 #include "core/matcher.h"
+#include "core/mr_cache.h"
 #include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
 #include "core/status.h"
 #include "core/transport.h"
@@ -91,6 +92,14 @@ struct EndpointAttr {
   uint32_t cm_retries_max = 50;
   // FI_BUFFERED_RECV (or FI_VARIABLE_MSG): see RxContext::Attr::buffered.
   bool buffered = false;
+  // Registrations the protocol makes of user buffers (rendezvous) come from
+  // here when set (shared by the domain's endpoints, outliving them); null:
+  // registered and deregistered per operation.
+  MrCache* mr_cache = nullptr;
+  // Eager sends and injects small enough for the QP's inline data are posted
+  // inline (the device copies them at post): set on real devices. Off on the
+  // simulator, whose runs stay as they were.
+  bool inline_sends = false;
   // Where the endpoint's transport CQs raise events for a sleeping waiter
   // (ArmCompletions); null: no channel (the simulator, busy polling).
   transport::CompletionChannel* channel = nullptr;
@@ -282,6 +291,7 @@ class Endpoint {
     bool fenced = false;       // FI_FENCE: posted once in_flight is 0.
     size_t prefix = 0;         // Rendezvous: payload bytes sent with it.
     transport::MemoryRegion* rdv_mr = nullptr;  // Registered here: released.
+    bool rdv_mr_cached = false;     // rdv_mr came from AcquireMr (user buffer).
     std::vector<uint8_t> rdv_copy;  // A vectored large message, gathered.
     wire::Header header;
   };
@@ -322,6 +332,12 @@ class Endpoint {
   void MaybeFinishTx(uint32_t op_index);
   // Releases tx slot `index` (and its rendezvous registration).
   void FreeTx(uint32_t index);
+  // A registration of a user buffer for the protocol (EndpointAttr::mr_cache,
+  // else a fresh one), and its release (rendezvous.cc).
+  StatusOr<transport::MemoryRegion*> AcquireMr(const void* addr, uint64_t len,
+                                               uint32_t access);
+  void ReleaseMr(transport::MemoryRegion* mr);
+  void ReleaseRdvMr(TxOp& op);
   // Sends an ack now, or queues it until the peer has a credit again.
   void SendAck(uint32_t peer, uint64_t msg_id, wire::Op op = wire::Op::kAck);
   Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
@@ -477,6 +493,7 @@ class Endpoint {
   uint32_t control_next_ = 0;
 
   std::vector<TxOp> tx_ops_;
+  uint32_t inline_max_ = 0;  // bytes a send may carry inline (inline_sends)
   std::vector<uint32_t> tx_free_;
   std::vector<Read> reads_;
   std::vector<uint32_t> reads_free_;

@@ -41,9 +41,13 @@ Status Endpoint::ExposeForRead(uint32_t index, const SendArgs& a, size_t len) {
   const uint64_t at = reinterpret_cast<uint64_t>(src);
   if (mr == nullptr || !(mr->access() & tp::kAccessRemoteRead) ||
       at < mr->addr() || at + len > mr->addr() + mr->length()) {
-    auto reg =
-        pd_->RegMr(const_cast<uint8_t*>(src), len, tp::kAccessRemoteRead);
+    // The user's own buffer may come from the registration cache; a copy
+    // (several iovecs) is ours and registered for this send only.
+    auto reg = contiguous ? AcquireMr(src, len, tp::kAccessRemoteRead)
+                          : pd_->RegMr(const_cast<uint8_t*>(src), len,
+                                       tp::kAccessRemoteRead);
     if (!reg.ok()) return reg.status();
+    op.rdv_mr_cached = contiguous;
     op.rdv_mr = *reg;
     mr = *reg;
   }
@@ -113,7 +117,7 @@ Status Endpoint::PostRead(uint32_t ri) {
     if (mr == nullptr || !(mr->access() & tp::kAccessLocalWrite) ||
         at < mr->addr() || at + n > mr->addr() + mr->length()) {
       if (rd.mrs[i] == nullptr) {
-        auto reg = pd_->RegMr(base, n, tp::kAccessLocalWrite);
+        auto reg = AcquireMr(base, n, tp::kAccessLocalWrite);
         if (!reg.ok()) return reg.status();
         rd.mrs[i] = *reg;
       }
@@ -148,13 +152,36 @@ void Endpoint::OnReadDone(uint32_t ri, bool ok) {
   const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
   CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0);
   for (tp::MemoryRegion*& mr : rd.mrs) {
-    if (mr) (void)mr->Destroy();
+    if (mr) ReleaseMr(mr);
     mr = nullptr;
   }
   // The sender may now release its buffer and complete.
   SendAck(rd.peer, rd.header.msg_id, wire::Op::kReadDone);
   rd.used = false;
   reads_free_.push_back(ri);
+}
+
+StatusOr<tp::MemoryRegion*> Endpoint::AcquireMr(const void* addr, uint64_t len,
+                                                uint32_t access) {
+  if (attr_.mr_cache) return attr_.mr_cache->Acquire(addr, len, access);
+  return pd_->RegMr(const_cast<void*>(addr), len, access);
+}
+
+void Endpoint::ReleaseMr(tp::MemoryRegion* mr) {
+  if (attr_.mr_cache) {
+    attr_.mr_cache->Release(mr);
+  } else {
+    (void)mr->Destroy();
+  }
+}
+
+void Endpoint::ReleaseRdvMr(TxOp& op) {
+  if (op.rdv_mr_cached) {
+    ReleaseMr(op.rdv_mr);
+  } else {
+    (void)op.rdv_mr->Destroy();
+  }
+  op.rdv_mr_cached = false;
 }
 
 }  // namespace softfab::core

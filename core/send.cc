@@ -200,6 +200,10 @@ Status Endpoint::PostTx(uint32_t index) {
   wr.num_sge = 1;
   wr.opcode = tp::WrOpcode::kSend;
   wr.send_flags = tp::kSendSignaled;
+  // Small sends go inline: the device copies them at post, no DMA read.
+  if (sge.length <= inline_max_ && attr_.inline_sends) {
+    wr.send_flags |= tp::kSendInline;
+  }
   const tp::SendWr* bad = nullptr;
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   Credits::Spend(p.credits);
@@ -241,7 +245,7 @@ void Endpoint::MaybeFinishTx(uint32_t index) {
 
 void Endpoint::FreeTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
-  if (op.rdv_mr) (void)op.rdv_mr->Destroy();
+  if (op.rdv_mr) ReleaseRdvMr(op);
   op.rdv_mr = nullptr;
   op.rdv_copy.clear();
   op.used = false;

@@ -30,7 +30,8 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   init.qp_type = tp::QpType::kRc;
   init.cap.max_send_wr = attr_.tx_size + kControlSlots + 8;
   init.cap.max_send_sge = 1;
-  init.cap.max_inline_data = wire::kHeaderBytes;
+  init.cap.max_inline_data =
+      attr_.inline_sends ? inline_max_ : wire::kHeaderBytes;
   auto qp = pd_->CreateQp(init);
   if (!qp.ok()) return qp.status();
   tp::QpAttr a;

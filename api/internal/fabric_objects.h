@@ -70,6 +70,7 @@ struct Fabric : sf_fabric {
   std::unique_ptr<softfab::sim::SimFabric> sim;
   bool verbs = false;
   softfab::verbs::VerbsOptions verbs_options;
+  bool verbs_mr_cache = false;  // SF_VERBS_MR_CACHE or SOFTFAB_MR_CACHE=1
   int children = 0;
   std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step (sim).
   std::vector<Domain*> domains;  // Open domains, in opening order.
@@ -88,6 +89,10 @@ struct Domain : sf_domain {
   // every endpoint's CQs raise events on, so a waiter can sleep on its fd.
   std::unique_ptr<softfab::verbs::VerbsDevice> verbs_device;
   tp::CompletionChannel* channel = nullptr;
+  // Verbs: registrations of user buffers the protocol makes (rendezvous),
+  // reused when the fabric asked for SF_VERBS_MR_CACHE; closed after the
+  // endpoints, before the protection domain.
+  std::unique_ptr<core::MrCache> mr_cache;
   // Endpoints and listeners on this domain (verbs: armed before sleeping).
   std::vector<core::Endpoint*> endpoints;
 };
@@ -175,12 +180,15 @@ struct Ep : sf_ep {
 };
 
 // What differs between the backends in an endpoint's attributes: on verbs the
-// CQs raise events on the domain's channel and the CM retries on the scale of
-// real networks (10 ms, for 5 s); on the simulator the defaults stand, so its
-// runs stay as they were.
+// CQs raise events on the domain's channel, small sends go inline, user
+// buffers are registered through the domain's cache, and the CM retries on
+// the scale of real networks (10 ms, for 5 s); on the simulator the defaults
+// stand, so its runs stay as they were.
 inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
   if (d->channel == nullptr) return;
   a->channel = d->channel;
+  a->mr_cache = d->mr_cache.get();
+  a->inline_sends = true;
   a->cm_retry_ns = 10'000'000;
   a->cm_retries_max = 500;
 }

@@ -151,6 +151,13 @@ enum sf_backend {
 
 /* sf_fabric_attr.verbs_flags */
 #define SF_VERBS_GID_INDEX (1u << 0) /* use verbs_gid_index, not the default */
+/* Keep the registrations softfab makes of user buffers (rendezvous sends and
+ * the buffers they land in) for reuse, up to 256 regions or 1 GiB idle per
+ * domain (also: environment SOFTFAB_MR_CACHE=1). A cached registration pins
+ * the pages it was made on: only turn it on if buffers passed to softfab are
+ * not unmapped and remapped while softfab may still hold them (sf_mr_reg and
+ * closing an sf_mr drop what overlaps their range). */
+#define SF_VERBS_MR_CACHE (1u << 1)
 
 struct sf_fabric_attr {
   enum sf_backend backend;
