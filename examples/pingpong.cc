@@ -14,7 +14,9 @@
 // (poll the CQ with sf_cq_read, as perftest does, instead of sleeping in
 // sf_cq_sread on the completion channel), --stream N [--window W] (two
 // processes: N messages per size streamed with W in flight, like ib_send_bw;
-// prints messages per second and MB/s).
+// prints messages per second and MB/s), --no-desc (pass no memory
+// descriptors, so softfab registers the buffers itself: what the MR cache,
+// SOFTFAB_MR_CACHE=1, is for).
 // Exit status 0 when every message arrived with its bytes, 1 otherwise, 2 for
 // bad usage.
 #include <algorithm>
@@ -44,10 +46,11 @@ struct Options {
   int gid_index = -1;
   int oob_port = 47592;
   int timeout_ms = 10000;
-  std::string server;  // the client's peer; empty: this is the server.
-  bool busy = false;   // poll with sf_cq_read instead of sleeping in sread
-  int stream = 0;      // > 0: stream this many messages per size (bandwidth)
-  int window = 64;     // sends in flight when streaming
+  std::string server;    // the client's peer; empty: this is the server.
+  bool busy = false;     // poll with sf_cq_read instead of sleeping in sread
+  int stream = 0;        // > 0: stream this many messages per size (bandwidth)
+  int window = 64;       // sends in flight when streaming
+  bool no_desc = false;  // pass no descriptors: softfab registers (MR cache)
 };
 
 // One end of the ping-pong: its objects and its registered buffers.
@@ -219,7 +222,7 @@ void InsertPeer(Side* s, const std::vector<uint8_t>& name) {
 }
 
 ssize_t PostRecv(const Options& o, Side& s, size_t size) {
-  void* desc = sf_mr_desc(s.rx_mr);
+  void* desc = o.no_desc ? nullptr : sf_mr_desc(s.rx_mr);
   return o.tagged
              ? sf_trecv(s.ep, s.rx.data(), size, desc, s.peer, 0x5F, 0, nullptr)
              : sf_recv(s.ep, s.rx.data(), size, desc, s.peer, nullptr);
@@ -227,7 +230,7 @@ ssize_t PostRecv(const Options& o, Side& s, size_t size) {
 
 void Send(const Options& o, Side& s, size_t size, int seq) {
   for (size_t i = 0; i < size; ++i) s.tx[i] = PatternByte(size, seq, s.id, i);
-  void* desc = sf_mr_desc(s.tx_mr);
+  void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
   while (true) {
     const ssize_t r =
         o.tagged
@@ -341,7 +344,7 @@ bool RunStream(const Options& o, Side& s, size_t size) {
   bool answered = false;
   for (size_t i = 0; i < size; ++i)
     s.tx[i] = PatternByte(size, total - 1, 1, i);
-  void* desc = sf_mr_desc(s.tx_mr);
+  void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
   while (done < total || !answered) {
     while (sent < total && sent - done < o.window) {
       const ssize_t r =
@@ -405,12 +408,13 @@ bool ParseSizes(const char* text, std::vector<size_t>* sizes) {
 }
 
 int Usage() {
-  std::fprintf(stderr,
-               "usage: softfab_pingpong [--backend sim|verbs] [--ep rdm|msg] "
-               "[--tagged] [--busy] [--stream N [--window W]] [--sizes "
-               "a,b,...] [--iters N] [--device NAME] "
-               "[--port N] [--gid-index N] [--oob-port P] [--timeout-ms T] "
-               "[SERVER_IPV4]\n");
+  std::fprintf(
+      stderr,
+      "usage: softfab_pingpong [--backend sim|verbs] [--ep rdm|msg] "
+      "[--tagged] [--busy] [--stream N [--window W]] [--no-desc] [--sizes "
+      "a,b,...] [--iters N] [--device NAME] "
+      "[--port N] [--gid-index N] [--oob-port P] [--timeout-ms T] "
+      "[SERVER_IPV4]\n");
   return 2;
 }
 
@@ -449,6 +453,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       if (!number(&o->stream) || o->stream < 1) return false;
     } else if (a == "--window") {
       if (!number(&o->window) || o->window < 1) return false;
+    } else if (a == "--no-desc") {
+      o->no_desc = true;
     } else if (a == "--busy") {
       o->busy = true;
     } else if (a == "--tagged") {
