@@ -47,7 +47,9 @@ Status CqImpl::Destroy() {
   return Status::Ok();
 }
 
-void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp) {
+void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
+                           bool solicited) {
+  (void)solicited;  // used by completion channels (next change)
   ++stats_.completions;
   if (cq->watched_ && cq->holding_pos_ < 0) AddHolding(cq);
   if (cq->Push(wc)) return;

@@ -109,6 +109,7 @@ void QpImpl::Pump() {
         p.flags = kPktImm;
         p.offset = w.imm;
       }
+      if (w.send_flags & transport::kSendSolicited) p.flags |= kPktSolicited;
       p.aux = f->UdAlloc(w.length);
       if (w.send_flags & transport::kSendInline) {
         std::memcpy(f->Ud(p.aux).bytes.data(), InlineData(tx_wqe_), w.length);
@@ -146,13 +147,20 @@ void QpImpl::Pump() {
     p.op = (w.opcode == WrOpcode::kSend || w.opcode == WrOpcode::kSendWithImm)
                ? PktOp::kSend
                : PktOp::kWrite;
+    // The SE bit goes on the last packet of a SEND or WRITE_WITH_IMM (not of
+    // a plain WRITE, which completes nothing at the responder).
+    const uint8_t last =
+        kPktLast | (((w.send_flags & transport::kSendSolicited) &&
+                     (p.op == PktOp::kSend || imm))
+                        ? kPktSolicited
+                        : 0);
     for (; tx_pkt_ < w.npkts; ++tx_pkt_) {
       p.psn = PsnAdd(w.first_psn, tx_pkt_);
       p.offset = static_cast<uint64_t>(tx_pkt_) * mtu;
       p.length =
           static_cast<uint32_t>(std::min<uint64_t>(w.length - p.offset, mtu));
       p.flags = static_cast<uint8_t>((tx_pkt_ == 0 ? kPktFirst : 0) |
-                                     (tx_pkt_ + 1 == w.npkts ? kPktLast : 0) |
+                                     (tx_pkt_ + 1 == w.npkts ? last : 0) |
                                      (imm ? kPktImm : 0));
       f->Transmit(p, p.length);
     }

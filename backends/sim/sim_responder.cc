@@ -79,6 +79,9 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
     return;
   }
   const bool last = (ev.flags & kPktLast) != 0;
+  // The SE bit (only ever on a last packet): a receive completion this packet
+  // produces, in error too, counts for RequestNotify(true), as in rxe.
+  const bool solicited = (ev.flags & kPktSolicited) != 0;
   // A responder error: NAK the requester, complete the receive in progress (if
   // any) with `local_status` (kSuccess: none is involved), and move this QP to
   // ERROR.
@@ -86,7 +89,8 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
     SendAck(qp, syn, ev.psn, 0);
     if (local_status != WcStatus::kSuccess && qp->recv_active_) {
       qp->recv_active_ = false;
-      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal);
+      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal,
+                            solicited);
     }
     qp->ToError();
   };
@@ -160,7 +164,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           wc.imm_data = w->imm;
         }
         SendAck(qp, Syndrome::kAck, ev.psn, 0);
-        Completed(qp->recv_cq_, wc, qp);
+        Completed(qp->recv_cq_, wc, qp, solicited);
       }
       return;
     }
@@ -197,7 +201,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           wc.slid = static_cast<uint16_t>(ev.src_node + 1);
           wc.wc_flags = transport::kWcWithImm;
           wc.imm_data = w->imm;
-          Completed(qp->recv_cq_, wc, qp);
+          Completed(qp->recv_cq_, wc, qp, solicited);
         }
       }
       return;
@@ -218,13 +222,13 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
 }
 
 void QpImpl::CompleteRecvError(uint64_t wr_id, WcStatus status,
-                               uint32_t vendor_err) {
+                               uint32_t vendor_err, bool solicited) {
   WorkCompletion wc{};
   wc.wr_id = wr_id;
   wc.status = status;
   wc.qp_num = qp_num();
   wc.vendor_err = vendor_err;
-  dev_->fabric_->Completed(recv_cq_, wc, this);
+  dev_->fabric_->Completed(recv_cq_, wc, this, solicited);
 }
 
 bool QpImpl::FetchRecv() {
@@ -264,7 +268,8 @@ Status QpImpl::PostRecv(const RecvWr* wr, const RecvWr** bad_wr) {
       return s;
     }
     if (attr_.qp_state == QpState::kError) {
-      CompleteRecvError(wr->wr_id, WcStatus::kWrFlushErr, kVendorFlush);
+      CompleteRecvError(wr->wr_id, WcStatus::kWrFlushErr, kVendorFlush,
+                        /*solicited=*/false);
       continue;
     }
     rq_.Push(*wr);

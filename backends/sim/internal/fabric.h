@@ -160,7 +160,12 @@ class FabricImpl final : public SimFabric, public transport::Clock {
     ev.psn = psn;
     queue_.Push(t, ev);
   }
-  void Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp);
+  // Adds `wc` to `cq` (from `qp`, or null). `solicited`: the completion counts
+  // for a CQ armed with RequestNotify(true), as rxe_cq_post's argument: the SE
+  // bit of the packet that produced a receive completion; false for send
+  // completions and flushed receives.
+  void Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
+                 bool solicited);
 
   uint8_t* staging() { return staging_.data(); }
 
