@@ -190,7 +190,7 @@ void QpImpl::CompleteSend(const SendWqe& w, WcStatus status,
     wc.vendor_err = vendor_err;
   }
   // Never solicited, as in rxe (rxe_comp.c posts with solicited = 0).
-  dev_->fabric_->Completed(send_cq_, wc, this, /*solicited=*/false);
+  dev_->fabric_->Completed(send_cq_, wc, this, /*pkt=*/nullptr);
 }
 
 void QpImpl::ImplicitAck(uint32_t psn_next) {

@@ -56,13 +56,14 @@ Status CqImpl::Destroy() {
 }
 
 void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
-                           bool solicited) {
+                           const Ev* pkt) {
   ++stats_.completions;
   if (cq->watched_ && cq->holding_pos_ < 0) AddHolding(cq);
-  // The only cost of channels on the data path: one well-predicted branch. An
-  // overflowing completion is kept (see Push), so it counts as added.
+  // All that completion channels cost a completion: one well-predicted branch
+  // (and passing `pkt`). An overflowing completion is kept (see Push), so it
+  // counts as added.
   if (cq->notify_ != 0) [[unlikely]]
-    cq->Notify(solicited);
+    cq->Notify(pkt != nullptr && Solicited(*pkt));
   if (cq->Push(wc)) return;
   ++stats_.cq_overruns;
   if (!cq->overrun_reported_) {

@@ -79,9 +79,6 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
     return;
   }
   const bool last = (ev.flags & kPktLast) != 0;
-  // The SE bit (only ever on a last packet): a receive completion this packet
-  // produces, in error too, counts for RequestNotify(true), as in rxe.
-  const bool solicited = (ev.flags & kPktSolicited) != 0;
   // A responder error: NAK the requester, complete the receive in progress (if
   // any) with `local_status` (kSuccess: none is involved), and move this QP to
   // ERROR.
@@ -89,8 +86,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
     SendAck(qp, syn, ev.psn, 0);
     if (local_status != WcStatus::kSuccess && qp->recv_active_) {
       qp->recv_active_ = false;
-      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal,
-                            solicited);
+      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal, &ev);
     }
     qp->ToError();
   };
@@ -164,7 +160,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           wc.imm_data = w->imm;
         }
         SendAck(qp, Syndrome::kAck, ev.psn, 0);
-        Completed(qp->recv_cq_, wc, qp, solicited);
+        Completed(qp->recv_cq_, wc, qp, &ev);
       }
       return;
     }
@@ -201,7 +197,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           wc.slid = static_cast<uint16_t>(ev.src_node + 1);
           wc.wc_flags = transport::kWcWithImm;
           wc.imm_data = w->imm;
-          Completed(qp->recv_cq_, wc, qp, solicited);
+          Completed(qp->recv_cq_, wc, qp, &ev);
         }
       }
       return;
@@ -222,13 +218,13 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
 }
 
 void QpImpl::CompleteRecvError(uint64_t wr_id, WcStatus status,
-                               uint32_t vendor_err, bool solicited) {
+                               uint32_t vendor_err, const Ev* pkt) {
   WorkCompletion wc{};
   wc.wr_id = wr_id;
   wc.status = status;
   wc.qp_num = qp_num();
   wc.vendor_err = vendor_err;
-  dev_->fabric_->Completed(recv_cq_, wc, this, solicited);
+  dev_->fabric_->Completed(recv_cq_, wc, this, pkt);
 }
 
 bool QpImpl::FetchRecv() {
@@ -269,7 +265,7 @@ Status QpImpl::PostRecv(const RecvWr* wr, const RecvWr** bad_wr) {
     }
     if (attr_.qp_state == QpState::kError) {
       CompleteRecvError(wr->wr_id, WcStatus::kWrFlushErr, kVendorFlush,
-                        /*solicited=*/false);
+                        /*pkt=*/nullptr);
       continue;
     }
     rq_.Push(*wr);

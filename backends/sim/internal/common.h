@@ -78,6 +78,7 @@ class DeviceImpl;
 class PdImpl;
 class CqImpl;
 class ChannelImpl;
+struct Ev;
 class SrqImpl;
 class QpImpl;
 

@@ -60,6 +60,9 @@ struct Ev {
   uint64_t wqe_seq;
 };
 
+// The packet's SE bit.
+inline bool Solicited(const Ev& ev) { return (ev.flags & kPktSolicited) != 0; }
+
 }  // namespace softfab::sim::internal
 
 #endif  // SOFTFAB_BACKENDS_SIM_INTERNAL_EVENT_H_

@@ -92,11 +92,11 @@ class QpImpl final : public QueuePair {
   void FlushSend();
   void FlushRecv();
   void CompleteSend(const SendWqe& w, WcStatus status, uint32_t vendor_err);
-  // `solicited`: see FabricImpl::Completed (false for a flush, as current rxe
-  // does; kernels before its flush rework counted flushed receives as
-  // solicited).
+  // `pkt`: the packet that caused it, or null (see FabricImpl::Completed; a
+  // flush has none and is not solicited, as in current rxe; kernels before
+  // its flush rework counted flushed receives as solicited).
   void CompleteRecvError(uint64_t wr_id, WcStatus status, uint32_t vendor_err,
-                         bool solicited);
+                         const Ev* pkt);
   // Takes the next receive request (own RQ or SRQ) into active_; false if none.
   bool FetchRecv();
   void DiscardAll();
