@@ -189,7 +189,8 @@ void QpImpl::CompleteSend(const SendWqe& w, WcStatus status,
   } else {
     wc.vendor_err = vendor_err;
   }
-  dev_->fabric_->Completed(send_cq_, wc, this);
+  // Never solicited, as in rxe (rxe_comp.c posts with solicited = 0).
+  dev_->fabric_->Completed(send_cq_, wc, this, /*pkt=*/nullptr);
 }
 
 void QpImpl::ImplicitAck(uint32_t psn_next) {

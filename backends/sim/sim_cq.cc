@@ -1,6 +1,7 @@
 // Completion queues (rxe_cq.c): creation, Poll (which runs the fabric under the
 // time hold when the CQ is empty), Destroy, and Completed, where every
-// completion enters its CQ and an overrun raises CQ_ERR and QP_FATAL.
+// completion enters its CQ (raising the channel event of an armed CQ) and an
+// overrun raises CQ_ERR and QP_FATAL.
 #include <cerrno>
 #include <cstdint>
 #include <memory>
@@ -42,14 +43,27 @@ int CqImpl::Poll(int num_entries, WorkCompletion* wc) {
 
 Status CqImpl::Destroy() {
   if (refs_ != 0) return Busy("CQ still used by a QP");
+  // ibv_destroy_cq waits for the acks; returning EBUSY instead keeps the
+  // simulator single-threaded and changes nothing.
+  if (events_unacked_ != 0) return Busy("CQ has channel events not acked");
+  if (channel_ != nullptr) {
+    channel_->Forget(this);
+    --channel_->refs_;
+  }
   if (holding_pos_ >= 0) dev_->fabric_->RemoveHolding(this);
   dev_->cqs_[index_].reset();
   return Status::Ok();
 }
 
-void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp) {
+void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
+                           const Ev* pkt) {
   ++stats_.completions;
   if (cq->watched_ && cq->holding_pos_ < 0) AddHolding(cq);
+  // All that completion channels cost a completion: one well-predicted branch
+  // (and passing `pkt`). An overflowing completion is kept (see Push), so it
+  // counts as added.
+  if (cq->notify_ != 0) [[unlikely]]
+    cq->Notify(pkt != nullptr && Solicited(*pkt));
   if (cq->Push(wc)) return;
   ++stats_.cq_overruns;
   if (!cq->overrun_reported_) {

@@ -132,6 +132,21 @@ struct SimConfig {
 // depends only on the sequence of calls, so runs stay deterministic.
 // SimStats::polls_held and hold_releases count rules 3 and 4.
 
+// Completion channels and virtual time. A device's completion channel
+// (Device::CreateCompChannel) owns a real eventfd, readable while at least one
+// event is queued on it; an armed CQ queues its event when the fabric adds the
+// completion, that is, while some call runs the fabric's events. Nothing runs
+// them in the background: the fabric is single-threaded and its clock is
+// virtual, so a program that arms a CQ and then sleeps in poll(2)/epoll on the
+// fd waits forever, even with events pending. On the simulator the
+// application (or the layer above that owns its loop) must drive the fabric
+// between looks at the fd: Step(), RunUntil(), RunUntilIdle(), or a Poll() on
+// any CQ (which runs events while that CQ is empty), and look at the fd with a
+// zero timeout. The fd is only a readiness signal: which events are queued,
+// and in what order (the order the completions fired them), depends only on
+// the sequence of calls, so runs stay deterministic, and arming CQs or taking
+// events changes nothing the fabric does (digest() included).
+
 // Validates a config: EINVAL for no nodes, links naming unknown nodes,
 // probabilities outside [0, 1], faults naming unknown nodes.
 Status ValidateSimConfig(const SimConfig& config);

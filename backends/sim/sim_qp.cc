@@ -58,13 +58,15 @@ void QpImpl::FlushSend() {
 void QpImpl::FlushRecv() {
   if (recv_active_) {
     recv_active_ = false;
-    CompleteRecvError(active_.wr_id, WcStatus::kWrFlushErr, kVendorFlush);
+    CompleteRecvError(active_.wr_id, WcStatus::kWrFlushErr, kVendorFlush,
+                      /*pkt=*/nullptr);
   }
   if (srq_ != nullptr)
     return;  // an SRQ's requests belong to the SRQ, not to this QP
   RecvWqe r;
   while (rq_.Pop(&r, active_sges_.data())) {
-    CompleteRecvError(r.wr_id, WcStatus::kWrFlushErr, kVendorFlush);
+    CompleteRecvError(r.wr_id, WcStatus::kWrFlushErr, kVendorFlush,
+                      /*pkt=*/nullptr);
   }
 }
 

@@ -109,6 +109,7 @@ void QpImpl::Pump() {
         p.flags = kPktImm;
         p.offset = w.imm;
       }
+      if (w.send_flags & transport::kSendSolicited) p.flags |= kPktSolicited;
       p.aux = f->UdAlloc(w.length);
       if (w.send_flags & transport::kSendInline) {
         std::memcpy(f->Ud(p.aux).bytes.data(), InlineData(tx_wqe_), w.length);
@@ -154,6 +155,14 @@ void QpImpl::Pump() {
       p.flags = static_cast<uint8_t>((tx_pkt_ == 0 ? kPktFirst : 0) |
                                      (tx_pkt_ + 1 == w.npkts ? kPktLast : 0) |
                                      (imm ? kPktImm : 0));
+      // The SE bit: on the last packet of a SEND or WRITE_WITH_IMM (not of a
+      // plain WRITE, which completes nothing at the responder). Tested here,
+      // not kept in a variable across the loop, to cost the data path least.
+      // (Only RC SEND, SEND_WITH_IMM and the WRITEs come here.)
+      if (w.send_flags & transport::kSendSolicited) [[unlikely]] {
+        if ((p.flags & kPktLast) && w.opcode != WrOpcode::kRdmaWrite)
+          p.flags |= kPktSolicited;
+      }
       f->Transmit(p, p.length);
     }
     sent = true;

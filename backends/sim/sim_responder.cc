@@ -86,7 +86,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
     SendAck(qp, syn, ev.psn, 0);
     if (local_status != WcStatus::kSuccess && qp->recv_active_) {
       qp->recv_active_ = false;
-      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal);
+      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal, &ev);
     }
     qp->ToError();
   };
@@ -160,7 +160,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           wc.imm_data = w->imm;
         }
         SendAck(qp, Syndrome::kAck, ev.psn, 0);
-        Completed(qp->recv_cq_, wc, qp);
+        Completed(qp->recv_cq_, wc, qp, &ev);
       }
       return;
     }
@@ -197,7 +197,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           wc.slid = static_cast<uint16_t>(ev.src_node + 1);
           wc.wc_flags = transport::kWcWithImm;
           wc.imm_data = w->imm;
-          Completed(qp->recv_cq_, wc, qp);
+          Completed(qp->recv_cq_, wc, qp, &ev);
         }
       }
       return;
@@ -218,13 +218,13 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
 }
 
 void QpImpl::CompleteRecvError(uint64_t wr_id, WcStatus status,
-                               uint32_t vendor_err) {
+                               uint32_t vendor_err, const Ev* pkt) {
   WorkCompletion wc{};
   wc.wr_id = wr_id;
   wc.status = status;
   wc.qp_num = qp_num();
   wc.vendor_err = vendor_err;
-  dev_->fabric_->Completed(recv_cq_, wc, this);
+  dev_->fabric_->Completed(recv_cq_, wc, this, pkt);
 }
 
 bool QpImpl::FetchRecv() {
@@ -264,7 +264,8 @@ Status QpImpl::PostRecv(const RecvWr* wr, const RecvWr** bad_wr) {
       return s;
     }
     if (attr_.qp_state == QpState::kError) {
-      CompleteRecvError(wr->wr_id, WcStatus::kWrFlushErr, kVendorFlush);
+      CompleteRecvError(wr->wr_id, WcStatus::kWrFlushErr, kVendorFlush,
+                        /*pkt=*/nullptr);
       continue;
     }
     rq_.Push(*wr);

@@ -64,12 +64,12 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   qp->recv_active_ = false;
   if (qp->active_capacity_ == UINT64_MAX) {
     qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocProtErr,
-                          kVendorLocal);
+                          kVendorLocal, &ev);
     return;
   }
   if (qp->active_capacity_ < kGrhBytes + ev.length) {
-    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr,
-                          kVendorLocal);
+    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr, kVendorLocal,
+                          &ev);
     return;
   }
   // GRH: RoCEv2 over IPv4 leaves the first 20 bytes undefined (poisoned here),
@@ -105,7 +105,7 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
     wc.wc_flags |= transport::kWcWithImm;
     wc.imm_data = static_cast<uint32_t>(ev.offset);
   }
-  Completed(qp->recv_cq_, wc, qp);
+  Completed(qp->recv_cq_, wc, qp, &ev);
 }
 
 }  // namespace softfab::sim::internal

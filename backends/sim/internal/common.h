@@ -17,6 +17,7 @@ using transport::AddressHandle;
 using transport::AhAttr;
 using transport::AsyncEvent;
 using transport::AsyncEventType;
+using transport::CompletionChannel;
 using transport::CompletionQueue;
 using transport::DeviceAttr;
 using transport::Gid;
@@ -76,6 +77,8 @@ class FabricImpl;
 class DeviceImpl;
 class PdImpl;
 class CqImpl;
+class ChannelImpl;
+struct Ev;
 class SrqImpl;
 class QpImpl;
 

@@ -1,5 +1,6 @@
 // Completion queues (rxe_cq.c): a ring of completions with an overflow list (an
-// overrun loses nothing), and the CQ's part of the time hold.
+// overrun loses nothing), the CQ's part of the time hold, and its notify arm
+// and event count for a completion channel.
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_CQ_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_CQ_H_
 
@@ -24,6 +25,13 @@ class CqImpl final : public CompletionQueue {
   int32_t cqe() const override { return static_cast<int32_t>(capacity_); }
   uint32_t handle() const override { return index_; }
   Status Destroy() override;
+  Status RequestNotify(bool solicited_only) override;
+  void AckEvents(uint32_t n) override;
+
+  // A completion is being added while the CQ is armed (notify_ != 0): raises
+  // the channel event if the arm asks for this one (any completion, or only a
+  // solicited one), and disarms. Off the hot path: Completed tests notify_.
+  void Notify(bool solicited);
 
   bool empty() const { return count_ == 0 && overflow_.empty(); }
   // Appends a completion; false if the ring was full (kept in overflow_).
@@ -54,6 +62,15 @@ class CqImpl final : public CompletionQueue {
   bool watched_ = false;
   int32_t holding_pos_ = -1;
   uint64_t held_epoch_ = UINT64_MAX;
+  // Completion channel (sim_channel.cc). notify_ is rxe's cq->notify: the bits
+  // of IB_CQ_SOLICITED and IB_CQ_NEXT_COMP, ORed by RequestNotify, cleared by
+  // the event. events_unacked_: events taken from the channel for this CQ and
+  // not yet acked (Destroy is EBUSY meanwhile).
+  static constexpr uint8_t kArmSolicited = 1;
+  static constexpr uint8_t kArmNextCompletion = 2;
+  ChannelImpl* channel_ = nullptr;
+  uint8_t notify_ = 0;
+  uint32_t events_unacked_ = 0;
 };
 
 }  // namespace softfab::sim::internal

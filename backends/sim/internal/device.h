@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/sim/internal/address.h"
+#include "backends/sim/internal/channel.h"
 #include "backends/sim/internal/common.h"
 #include "backends/sim/internal/cq.h"
 #include "backends/sim/internal/mr.h"
@@ -27,6 +28,9 @@ class DeviceImpl final : public transport::Device {
   Status QueryGid(uint8_t port_num, int index, Gid* gid) const override;
   StatusOr<ProtectionDomain*> AllocPd() override;
   StatusOr<CompletionQueue*> CreateCq(int32_t cqe) override;
+  StatusOr<CompletionChannel*> CreateCompChannel() override;
+  StatusOr<CompletionQueue*> CreateCqOnChannel(
+      int32_t cqe, CompletionChannel* channel) override;
   Status GetAsyncEvent(AsyncEvent* event) override;
   const transport::Clock& clock() const override;
   void ScheduleWakeup(uint64_t t_ns) override;
@@ -48,6 +52,7 @@ class DeviceImpl final : public transport::Device {
   std::vector<std::unique_ptr<PdImpl>> pds_;
   std::vector<std::unique_ptr<MrImpl>> mrs_;
   std::vector<std::unique_ptr<CqImpl>> cqs_;
+  std::vector<std::unique_ptr<ChannelImpl>> channels_;
   std::vector<std::unique_ptr<SrqImpl>> srqs_;
   std::vector<std::unique_ptr<QpImpl>> qps_;
   std::vector<std::unique_ptr<AhImpl>> ahs_;

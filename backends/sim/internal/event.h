@@ -38,6 +38,10 @@ constexpr uint8_t kPktFirst = 1;
 constexpr uint8_t kPktLast = 2;
 constexpr uint8_t kPktCorrupt = 4;
 constexpr uint8_t kPktImm = 8;
+// The BTH's SE bit: set on the last packet of a SEND or RDMA WRITE with
+// immediate (and on a UD send) whose WR carried kSendSolicited. A flag bit
+// like the others, so the digest only changes for runs that send solicited.
+constexpr uint8_t kPktSolicited = 16;
 
 struct Ev {
   EvKind kind;
@@ -55,6 +59,9 @@ struct Ev {
   uint64_t offset;
   uint64_t wqe_seq;
 };
+
+// The packet's SE bit.
+inline bool Solicited(const Ev& ev) { return (ev.flags & kPktSolicited) != 0; }
 
 }  // namespace softfab::sim::internal
 

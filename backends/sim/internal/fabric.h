@@ -160,7 +160,13 @@ class FabricImpl final : public SimFabric, public transport::Clock {
     ev.psn = psn;
     queue_.Push(t, ev);
   }
-  void Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp);
+  // Adds `wc` to `cq` (from `qp`, or null), first raising the channel event of
+  // an armed CQ. `pkt`: the packet that produced a receive completion, or null
+  // (send completions, flushes). As rxe_cq_post's `solicited` argument, the
+  // completion counts for a CQ armed with RequestNotify(true) if that packet
+  // has the SE bit; it is read only for an armed CQ.
+  void Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
+                 const Ev* pkt);
 
   uint8_t* staging() { return staging_.data(); }
 

@@ -92,7 +92,11 @@ class QpImpl final : public QueuePair {
   void FlushSend();
   void FlushRecv();
   void CompleteSend(const SendWqe& w, WcStatus status, uint32_t vendor_err);
-  void CompleteRecvError(uint64_t wr_id, WcStatus status, uint32_t vendor_err);
+  // `pkt`: the packet that caused it, or null (see FabricImpl::Completed; a
+  // flush has none and is not solicited, as in current rxe; kernels before
+  // its flush rework counted flushed receives as solicited).
+  void CompleteRecvError(uint64_t wr_id, WcStatus status, uint32_t vendor_err,
+                         const Ev* pkt);
   // Takes the next receive request (own RQ or SRQ) into active_; false if none.
   bool FetchRecv();
   void DiscardAll();
