@@ -414,9 +414,11 @@ class CompletionQueue {
   // ibv_destroy_cq: EBUSY while a QP uses it, and (on a completion channel)
   // while events taken from the channel for this CQ are not yet acked.
   [[nodiscard]] virtual Status Destroy() = 0;
-  // Arms the CQ (ibv_req_notify_cq): the next completion added to it (only a
-  // solicited or error one when `solicited_only`) raises one event on the CQ's
-  // completion channel. One arm gives at most one event. The rule for a
+  // Arms the CQ (ibv_req_notify_cq): the next completion added to it (with
+  // `solicited_only`, the next receive completion of a message sent with
+  // kSendSolicited: rxe and the simulator count no others, although the man
+  // page adds unsuccessful ones) raises one event on the CQ's completion
+  // channel. One arm gives at most one event. The rule for a
   // sleeper: take the event, ack it, re-arm, then poll again before sleeping,
   // since completions that arrived before the arm raise nothing, and an event
   // may arrive with nothing left to poll. ENOSYS where the backend has no
