@@ -45,7 +45,10 @@ if [ "${SOFTFAB_SKIP_VM:-0}" != 1 ] && [ "$targets" = "//..." ]; then
   bazel build //examples:softfab_pingpong 2>&1 | tail -n 1
   vm_out=$(mktemp -d)
   vm_start=$(date +%s)
-  bash tools/rxe-vm/run.sh --timeout 1500 --out "$vm_out" -- \
+  # The plain build's outputs by their real path (the bazel-bin link follows the last
+  # configuration built).
+  bin_dir=$(bazel info bazel-bin 2>/dev/null)
+  bash tools/rxe-vm/run.sh --timeout 1500 --out "$vm_out" --env "SOFTFAB_BIN=$bin_dir" -- \
     bash tools/verbs-tests.sh "$vm_out" 2>&1 | tail -n 80
   vm_rc=${PIPESTATUS[0]}
   echo "== VM exited with $vm_rc after $(( $(date +%s) - vm_start )) s"

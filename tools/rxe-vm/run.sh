@@ -111,6 +111,13 @@ mkdir -p /host/run/softfab-vm && mount -o bind /ctl /host/run/softfab-vm ||
   fail "cannot bind the control share"
 read -r out </ctl/out_dir
 read -r tmo </ctl/timeout
+# A working directory the tmpfs mounts above hide (a checkout under /tmp, as CI may use)
+# comes as a share of its own, read-only, at the same path.
+read -r work </ctl/work_dir
+if [ -n "$work" ]; then
+  mkdir -p "/host$work" 2>/dev/null
+  mount -t 9p -o "$p9,ro" work "/host$work" || fail "cannot mount the working directory at $work"
+fi
 mkdir -p "/host$out" 2>/dev/null
 mount -t 9p -o "$p9" out "/host$out" || fail "cannot mount the output share at $out"
 # Host tools by full path: busybox runs its own applets in place of names it knows.
@@ -223,10 +230,17 @@ cleanup() {
 trap cleanup EXIT
 
 cwd="$(pwd -P)"
+work_dir=""
+work_share=()
 case "$cwd/" in
-  /tmp/* | /run/* | /proc/* | /sys/* | /dev/*)
+  /tmp/* | /run/*)
+    # Hidden by the guest's tmpfs mounts: shared on its own (read-only).
+    work_dir="$cwd"
+    work_share=(-virtfs "local,path=$cwd,mount_tag=work,security_model=none,readonly=on,multidevs=remap") ;;
+  /proc/* | /sys/* | /dev/*)
     echo "$prog: warning: $cwd is hidden in the guest; the command runs in /" >&2 ;;
 esac
+echo "$work_dir" >"$ctl/work_dir"
 echo "$out_dir" >"$ctl/out_dir"
 echo "$timeout_s" >"$ctl/timeout"
 {
@@ -251,6 +265,7 @@ timeout -k 10 "$((timeout_s + boot_margin_s))" qemu-system-x86_64 \
   -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
   -virtfs "local,path=$ctl,mount_tag=ctl,security_model=none,multidevs=remap" \
   -virtfs "local,path=$out_dir,mount_tag=out,security_model=none,multidevs=remap" \
+  "${work_share[@]+"${work_share[@]}"}" \
   </dev/null >"$ctl/console.log" 2>&1 &
 qemu_pid=$!
 # Stream the command's output while it runs; tail stops once qemu has been reaped.
