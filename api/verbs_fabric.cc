@@ -54,12 +54,7 @@ bool ArmAll(Fabric* f) {
   bool ok = true;
   for (Domain* d : f->domains) {
     DrainChannel(d);
-    for (core::Endpoint* ep : d->endpoints) {
-      Status st = ep->ArmCompletions();
-      if (getenv("SF_DEBUG_ARM") && !st.ok())
-        fprintf(stderr, "arm failed %d %s\n", st.code(), st.message());
-      ok &= st.ok();
-    }
+    for (core::Endpoint* ep : d->endpoints) ok &= ep->ArmCompletions().ok();
   }
   return ok;
 }
