@@ -15,9 +15,12 @@ namespace softfab::core {
 namespace tp = ::softfab::transport;
 
 namespace {
-// RC: 7 retries of the ack timeout (EndpointAttr::rc_timeout); the core never
-// provokes RNR (credits), so RNR retry is unlimited.
-constexpr uint8_t kRetryCount = 7;
+// RC: 6 retries of the ack timeout (EndpointAttr::rc_timeout), then the QP
+// fails (IBV_WC_RETRY_EXC_ERR) and so does the peer. Not 7: Soft-RoCE (rxe,
+// Linux 6.1) takes retry_cnt 7 as "retry forever", like rnr_retry, so a
+// peer that died was never detected there. The core never provokes RNR
+// (credits), so RNR retry is unlimited.
+constexpr uint8_t kRetryCount = 6;
 constexpr uint8_t kRnrRetryForever = 7;
 constexpr uint8_t kMinRnrTimer = 12;
 }  // namespace

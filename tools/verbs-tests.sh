@@ -20,6 +20,9 @@ suites=(
   "conformance_send_test:tests/conformance_send_test:*/verbs"
   "conformance_errors_test:tests/conformance_errors_test:*/verbs"
   "conformance_more_test:tests/conformance_more_test:*/verbs"
+  "regression_test:tests/regression_test:*/verbs"
+  "wait_fd_test:tests/wait_fd_test:*/verbs"
+  "peer_death_test:tests/peer_death_test:PeerDeathTest.*:*/verbs"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done
