@@ -265,6 +265,7 @@ class Endpoint {
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
     uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
+    int failed_err = 0;            // Why the peer failed (kFailed).
     // Acks and read-dones waiting for a credit: (op, msg id).
     std::deque<std::pair<wire::Op, uint64_t>> acks;
     std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.

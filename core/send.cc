@@ -237,7 +237,18 @@ void Endpoint::MaybeFinishTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
   const bool needs_ack = op.rendezvous || op.level == kDeliveryComplete ||
                          op.level == kMatchComplete;
-  if (!op.send_done || (needs_ack && !op.acked)) return;
+  if (!op.send_done) return;
+  if (needs_ack && !op.acked) {
+    // An answer from a failed peer will not come.
+    if (op.peer == internal::kNil ||
+        peers_[op.peer].state != PeerState::kFailed) {
+      return;
+    }
+    CompleteTx(index, peers_[op.peer].failed_err);
+    --peers_[op.peer].in_flight;
+    FreeTx(index);
+    return;
+  }
   CompleteTx(index, 0);
   if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
   FreeTx(index);

@@ -230,10 +230,22 @@ void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
       PushEvent(0, err, data, len);  // Connecting failed.
     }
   }
+  p.failed_err = err;
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();
     CompleteTx(index, err);
+    FreeTx(index);
+  }
+  // Sends the transport finished that still wait for the peer's answer (the
+  // end of a rendezvous READ, a delivery or match acknowledgement) will get
+  // none: they fail now, once each. Sends still on the QP complete as its
+  // work completions come back (flushed, with the QP in error).
+  for (uint32_t index = 0; index < tx_ops_.size(); ++index) {
+    TxOp& op = tx_ops_[index];
+    if (!op.used || op.peer != peer || !op.send_done) continue;
+    CompleteTx(index, err);
+    --p.in_flight;
     FreeTx(index);
   }
 }

@@ -372,6 +372,38 @@ TEST_P(EndpointClosedTest, SendsToAClosedEndpointFailOnce) {
   ExchangeInProcess(f, 2, 8);
 }
 
+// Sends that the peer's device took but its core never acknowledged
+// (delivery-complete, and the same holds for rendezvous and
+// match-complete) when the peer's endpoint closes: each must complete
+// once, with an error, once the peer is known to have failed.
+// Hangs on every backend until fixed: Endpoint::FailPeer
+// (core/wireup.cc) completes only the sends still queued for the peer,
+// not the ones whose SEND completed at the device and wait for the peer's
+// acknowledgement (MaybeFinishTx, core/send.cc); nothing completes those.
+TEST_P(EndpointClosedTest, SendsAwaitingThePeersAckFailWhenItCloses) {
+  Fixture f;
+  ASSERT_TRUE(f.Open(backend(), 2));
+  ExchangeInProcess(f, 1, 1);  // Connected.
+  // Peer 1's core never runs from here on: its device takes the messages,
+  // nothing delivers them.
+  Stream s(f.peers[0].ep, f.peers[0].cq, f.peers[0].addr[1]);
+  constexpr int kUndelivered = 4;
+  for (int i = 0; i < kUndelivered; ++i) {
+    ASSERT_EQ(s.Post(false, SF_DELIVERY_COMPLETE), 0) << sf_last_error();
+  }
+  const Deadline settle(verbs() ? 300 : 0);
+  for (int r = 0; r < 2000 || !settle.passed(); ++r) s.Reap();
+  ASSERT_EQ(s.in_flight(), kUndelivered) << "delivered without the core";
+  ASSERT_EQ(sf_close(&f.peers[1].ep->fid), 0);
+  f.peers[1].ep = nullptr;
+  bool unreachable = false;
+  EXPECT_TRUE(SendUntilUnreachable(
+      &s, [&] { s.Reap(); }, &unreachable))
+      << s.in_flight() << " of " << s.posted()
+      << " sends never completed (EHOSTUNREACH seen: " << unreachable << ")";
+  EXPECT_EQ(s.ok(), 0);
+}
+
 // fi_close discards what is posted to the endpoint: no completion ever
 // names its receives (their buffers are the application's again once
 // sf_close returns), and the CQ slots they held come back.

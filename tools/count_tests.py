@@ -40,7 +40,10 @@ def collect_files(out, pairs):
             name = f"{target} {case.get('classname', '')}.{case.get('name', '')}"
             if case.find("failure") is not None or case.find("error") is not None:
                 lines.append(f"fail\t{name}")
-            elif case.find("skipped") is not None or case.get("result") == "skipped":
+            elif (case.find("skipped") is not None
+                  or case.get("result") in ("skipped", "suppressed")
+                  or case.get("status") == "notrun"):
+                # Skipped, or DISABLED_ (gtest writes status="notrun"): never a pass.
                 lines.append(f"skip\t{name}")
             else:
                 lines.append(f"pass\t{name}")
