@@ -23,7 +23,16 @@ namespace softfab::fabric_internal {
 void SyncWaitFds(Fabric* f) {
   // On verbs the wait fd is the completion channel: the device signals it.
   if (f->waitable.empty() || !f->sim) return;
-  const bool busy = f->sim->pending_events() > 0;
+  bool busy = f->sim->pending_events() > 0;
+  if (!busy) {
+    // Completions can wait in an endpoint's transport CQs, which only
+    // progress moves into the CQ: a fd that looked only at the CQ would stay
+    // quiet over them. With nothing pending, progress runs no simulated time.
+    for (Cq* c : f->waitable) {
+      if (!c->signalled) c->cq->Progress();
+    }
+    busy = f->sim->pending_events() > 0;
+  }
   for (Cq* c : f->waitable) {
     const bool want = busy || c->cq->pending() > 0 || c->cq->has_error();
     if (want == c->signalled) continue;
@@ -92,9 +101,11 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
 // time; an idle fabric ends the wait at once (nothing can arrive).
 // On verbs the timeout is real time and the wait sleeps on the completion
 // channels (api/verbs_fabric.cc).
+// `domains` are those whose channels can wake the reader (verbs).
 template <typename TryRead>
-ssize_t WaitFor(Fabric* fabric, int timeout_ms, TryRead try_read) {
-  if (!fabric->sim) return WaitOnChannels(fabric, timeout_ms, try_read);
+ssize_t WaitFor(Fabric* fabric, const std::vector<Domain*>& domains,
+                int timeout_ms, TryRead try_read) {
+  if (!fabric->sim) return WaitOnChannels(domains, timeout_ms, try_read);
   softfab::sim::SimFabric& sim = *fabric->sim;
   const uint64_t start = sim.clock().NowNs();
   const uint64_t deadline =
@@ -228,7 +239,7 @@ ssize_t sf_cq_sread(sf_cq* pub, void* buf, size_t count, const void* cond,
   Cq* cq = AsCq(pub);
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
   if (cond != nullptr) return Fail(EINVAL, "wait conditions are not supported");
-  return WaitFor(cq->domain->fabric, timeout_ms,
+  return WaitFor(cq->domain->fabric, {cq->domain}, timeout_ms,
                  [&] { return ReadCq(pub, buf, count, nullptr); });
 }
 
@@ -272,7 +283,14 @@ int sf_trywait(sf_fabric* pub, sf_fid** fids, int count) {
   if (!f->sim) {
     // Verbs: arm, then look once more (what came before the arm raised no
     // event on the channel).
-    return ArmForSleep(f, [&] {
+    std::vector<Domain*> domains;
+    for (int i = 0; i < count; ++i) {
+      Domain* d = ObjectOf<Cq>(fids[i])->domain;
+      if (std::find(domains.begin(), domains.end(), d) == domains.end()) {
+        domains.push_back(d);
+      }
+    }
+    return ArmForSleep(domains, [&] {
       for (int i = 0; i < count; ++i) {
         Cq* cq = ObjectOf<Cq>(fids[i]);
         cq->cq->Progress();
@@ -316,7 +334,7 @@ ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
                     int timeout_ms, uint64_t flags) {
   Eq* eq = AsEq(pub);
   if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
-  return WaitFor(eq->fabric, timeout_ms,
+  return WaitFor(eq->fabric, eq->fabric->domains, timeout_ms,
                  [&] { return ReadEq(eq, event, buf, len, flags); });
 }
 

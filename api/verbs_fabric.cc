@@ -47,11 +47,13 @@ void DrainChannel(Domain* d) {
   while (d->channel->GetEvent(&cq).ok()) cq->AckEvents(1);
 }
 
-// Arms every endpoint of every domain. False if one refused (it then cannot
-// wake a sleeper, so the caller must not sleep long).
-bool ArmAll(Fabric* f) {
+// Arms every endpoint of the given domains, after taking their channels'
+// pending events (other domains' channels keep theirs: another waiter may be
+// sleeping on them). False if one refused (it then cannot wake a sleeper, so
+// the caller must not sleep long).
+bool ArmAll(const std::vector<Domain*>& domains) {
   bool ok = true;
-  for (Domain* d : f->domains) {
+  for (Domain* d : domains) {
     DrainChannel(d);
     for (core::Endpoint* ep : d->endpoints) ok &= ep->ArmCompletions().ok();
   }
@@ -121,7 +123,7 @@ int OpenVerbsDomain(Fabric* f, int node, sf_domain** out, void* context) {
   return 0;
 }
 
-ssize_t WaitOnChannels(Fabric* f, int timeout_ms,
+ssize_t WaitOnChannels(const std::vector<Domain*>& domains, int timeout_ms,
                        const std::function<ssize_t()>& try_read) {
   const int64_t deadline =
       timeout_ms < 0 ? INT64_MAX : MonotonicMs() + timeout_ms;
@@ -129,7 +131,7 @@ ssize_t WaitOnChannels(Fabric* f, int timeout_ms,
   while (true) {
     ssize_t n = try_read();
     if (n != -EAGAIN) return n;
-    const bool armed = ArmAll(f);
+    const bool armed = ArmAll(domains);
     n = try_read();  // what came before the arm raised no event
     if (n != -EAGAIN) return n;
     const int64_t now = MonotonicMs();
@@ -137,7 +139,7 @@ ssize_t WaitOnChannels(Fabric* f, int timeout_ms,
     const int64_t left = deadline - now;
     const int slice = armed ? kTimerSliceMs : 1;
     fds.clear();
-    for (Domain* d : f->domains) fds.push_back({d->channel->fd(), POLLIN, 0});
+    for (Domain* d : domains) fds.push_back({d->channel->fd(), POLLIN, 0});
     const int r = poll(fds.data(), fds.size(),
                        static_cast<int>(left < slice ? left : slice));
     if (r < 0 && errno != EINTR) {
@@ -146,8 +148,9 @@ ssize_t WaitOnChannels(Fabric* f, int timeout_ms,
   }
 }
 
-int ArmForSleep(Fabric* f, const std::function<bool()>& something_waiting) {
-  if (!ArmAll(f)) return Fail(EAGAIN, "an endpoint could not be armed");
+int ArmForSleep(const std::vector<Domain*>& domains,
+                const std::function<bool()>& something_waiting) {
+  if (!ArmAll(domains)) return Fail(EAGAIN, "an endpoint could not be armed");
   if (something_waiting()) {
     return Fail(EAGAIN, "completions are waiting: read the CQ");
   }

@@ -286,6 +286,46 @@ TEST_P(VerbsWaitFdTest, ChannelFdWakesOnlyAnArmedWaiter) {
   EXPECT_FALSE(Readable(w.fd[1]));
 }
 
+// fi_trywait(3) works on the set of fids it is given: a waiter that calls
+// sf_trywait for its own CQ before sleeping must leave another CQ's wake-up
+// alone. Both CQs armed, a message completes on CQ 1 and its fd becomes
+// readable; then CQ 0's waiter calls sf_trywait for CQ 0 only. CQ 1's fd
+// must still be readable, or an event loop sleeping on it never learns of
+// the message (the libuv pattern of one poll handle per CQ hangs so).
+// Fails on every backend until fixed. Simulator: SyncWaitFds
+// (api/completion.cc) counts only entries already in the CQ and pending
+// simulated events, not completions waiting in the endpoint's transport
+// CQs. Verbs: sf_trywait's ArmAll (api/verbs_fabric.cc) drains and re-arms
+// the channels of every domain, taking the event meant for CQ 1.
+TEST_P(WaitFdTest, TrywaitOnOneCqLeavesAnotherCqsWakeUp) {
+  WaitPair w;
+  ASSERT_TRUE(w.Open(backend()));
+  // Connected first, by busy reading, and quiet.
+  char in[16] = {}, out[16] = "connect";
+  int rctx = 0, got = 0;
+  ASSERT_EQ(sf_recv(w.ep[1], in, sizeof in, nullptr, SF_ADDR_UNSPEC, &rctx), 0);
+  ASSERT_EQ(sf_send(w.ep[0], out, sizeof out, nullptr, w.peer_addr[0], nullptr),
+            0);
+  ASSERT_TRUE(WaitUntil([&] { return got == 2; }, [&] { w.ReadAll(&got); }));
+  ASSERT_TRUE(w.SettleQuiet(200));
+  // Armed (SettleQuiet ended on sf_trywait 0); a message for node 1.
+  ASSERT_EQ(sf_recv(w.ep[1], in, sizeof in, nullptr, SF_ADDR_UNSPEC, &rctx), 0);
+  ASSERT_EQ(sf_send(w.ep[0], out, sizeof out, nullptr, w.peer_addr[0], nullptr),
+            0);
+  ASSERT_TRUE(ReadableWithin(w.fd[1], kDeviceWaitMs));
+  // Node 0's waiter reads its CQ until sf_trywait lets it sleep.
+  sf_fid* mine[] = {&w.cq[0]->fid};
+  sf_cq_tagged_entry e;
+  EXPECT_TRUE(WaitUntil([&] { return sf_trywait(w.f.fabric, mine, 1) == 0; },
+                        [&] { (void)sf_cq_read(w.cq[0], &e, 1); }, 1000));
+  EXPECT_TRUE(Readable(w.fd[1]))
+      << "sf_trywait for CQ 0 took CQ 1's wake-up: its message waits unseen";
+  ssize_t n = -SF_EAGAIN;
+  EXPECT_TRUE(WaitUntil([&] { return (n = sf_cq_read(w.cq[1], &e, 1)) == 1; },
+                        [] {}, 1000));
+  EXPECT_EQ(e.op_context, &rctx);
+}
+
 // ---- Ping-pongs driven by a libuv loop ----
 
 // kRounds messages each way where every read of the loop's CQs happens in a

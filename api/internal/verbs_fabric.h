@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <vector>
 
 #include "api/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
@@ -22,17 +23,18 @@ int OpenVerbsFabric(const sf_fabric_attr& attr, sf_fabric** out, void* context);
 int OpenVerbsDomain(Fabric* f, int node, sf_domain** out, void* context);
 
 // A blocking read on a verbs fabric: calls `try_read` until it returns
-// something other than -EAGAIN, sleeping on every domain's completion channel
-// in between (armed first, then polled once more, so nothing that arrived
-// before the arm is missed). `timeout_ms` is real time; -1 waits forever.
-// Returns -ETIMEDOUT when the time passes.
-ssize_t WaitOnChannels(Fabric* f, int timeout_ms,
+// something other than -EAGAIN, sleeping on the completion channels of
+// `domains` in between (armed first, then polled once more, so nothing that
+// arrived before the arm is missed). `timeout_ms` is real time; -1 waits
+// forever. Returns -ETIMEDOUT when the time passes.
+ssize_t WaitOnChannels(const std::vector<Domain*>& domains, int timeout_ms,
                        const std::function<ssize_t()>& try_read);
 // sf_trywait's last step on verbs, after the CQs were found empty: takes the
-// events already pending on the domains' channels, arms every endpoint, and
-// runs progress once more. 0 when it is then safe to sleep on the fds,
-// -EAGAIN when something is waiting to be read.
-int ArmForSleep(Fabric* f, const std::function<bool()>& something_waiting);
+// events already pending on the channels of `domains` (those of the CQs
+// given), arms their endpoints, and runs progress once more. 0 when it is
+// then safe to sleep on the fds, -EAGAIN when something is waiting to be read.
+int ArmForSleep(const std::vector<Domain*>& domains,
+                const std::function<bool()>& something_waiting);
 
 }  // namespace softfab::fabric_internal
 

@@ -290,17 +290,25 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
                       uint64_t flags);
 /* Blocking read: drives progress until an entry arrives or `timeout_ms`
  * passes (-SF_ETIMEDOUT). On the simulator the timeout is virtual time; -1
- * waits while anything is pending in the fabric. */
+ * waits while anything is pending in the fabric. On verbs it is real time,
+ * spent asleep on the domain's completion channel (-1: forever). */
 ssize_t sf_cq_sread(struct sf_cq* cq, void* buf, size_t count, const void* cond,
                     int timeout_ms);
 
 /* Wait fd (SF_WAIT_FD): sf_control(&cq->fid, SF_GETWAIT, &fd) gives a file
- * descriptor for poll/epoll/libuv that is readable while sf_cq_read has
- * something to do: entries are waiting, or (simulator) the fabric has events
- * pending that progress would run. Reading the CQ drives that progress; the
- * descriptor is never read or closed by the application. sf_trywait returns
- * 0 when it is safe to block on the descriptors of the given CQs and
- * -SF_EAGAIN when the caller should read them first (fi_trywait(3)). */
+ * descriptor for poll/epoll/libuv. The descriptor is never read or closed by
+ * the application. sf_trywait returns 0 when it is safe to block on the
+ * descriptors of the given CQs and -SF_EAGAIN when the caller should read
+ * them first (fi_trywait(3)); call it before every sleep.
+ * - Simulator: the descriptor of the CQ's own, readable while sf_cq_read has
+ *   something to do (entries are waiting, or the fabric has events pending
+ *   that progress would run).
+ * - Verbs: the completion channel of the CQ's domain, shared by that domain's
+ *   CQs. sf_trywait arms it (for the domains of the CQs given, and no
+ *   others); it then becomes readable when one of their endpoints gets a
+ *   completion. The protocol's own timers (connection-request retries) do not
+ *   wake it: a loop that sleeps only on the descriptor should also wake every
+ *   few milliseconds while connections are being made (sf_cq_sread does). */
 #define SF_GETWAIT 5
 int sf_control(struct sf_fid* fid, int command, void* arg);
 int sf_trywait(struct sf_fabric* fabric, struct sf_fid** fids, int count);
