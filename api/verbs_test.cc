@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -412,6 +413,72 @@ TEST_P(SfvApiTest, UdThroughCApiHasTheGrhSpaceBeforeThePayload) {
   EXPECT_EQ(std::memcmp(s_[1].buf.data() + 40, "0123456789abcdef", 16), 0);
   ASSERT_EQ(PollOne(s_[0].cq, &wc), 1);
   EXPECT_EQ(wc.status, SFV_WC_SUCCESS);
+}
+
+TEST_P(SfvApiTest, InlineSendsUpToTheGrantedSize) {
+  sfv_qp* a = Qp(0, nullptr, SFV_QPT_RC, nullptr, 64);
+  sfv_qp* b = Qp(1);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_NO_FATAL_FAILURE(Connect(a, 1, b->qp_num));
+  ASSERT_NO_FATAL_FAILURE(Connect(b, 0, a->qp_num));
+  sfv_qp_attr attr;
+  sfv_qp_init_attr init;
+  ASSERT_EQ(sfv_query_qp(a, &attr, SFV_QP_CAP, &init), 0);
+  const uint32_t granted = init.cap.max_inline_data;
+  ASSERT_GE(granted, 64u);
+  ASSERT_LE(granted, 4096u);
+  ASSERT_EQ(Recv(b, 1, 4, 0, 4096), 0);
+  // From unregistered memory, with no key: the bytes are copied at post.
+  std::vector<uint8_t> bytes(granted + 1, 0x3c);
+  sfv_sge sge{reinterpret_cast<uintptr_t>(bytes.data()), granted, 0};
+  sfv_send_wr wr;
+  std::memset(&wr, 0, sizeof(wr));
+  wr.wr_id = 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = SFV_WR_SEND;
+  wr.send_flags = SFV_SEND_INLINE;
+  sfv_send_wr* bad = nullptr;
+  ASSERT_EQ(sfv_post_send(a, &wr, &bad), 0);
+  std::fill(bytes.begin(), bytes.end(), 0);
+  sfv_wc wc;
+  ASSERT_EQ(PollOne(s_[1].cq, &wc), 1);
+  EXPECT_EQ(wc.status, SFV_WC_SUCCESS);
+  EXPECT_EQ(wc.byte_len, granted);
+  EXPECT_EQ(s_[1].buf[0], 0x3c);
+  EXPECT_EQ(s_[1].buf[granted - 1], 0x3c);
+  ASSERT_EQ(PollOne(s_[0].cq, &wc), 1);
+  EXPECT_EQ(wc.status, SFV_WC_SUCCESS);
+  // One byte over what the QP was granted is refused at post.
+  sge.length = granted + 1;
+  EXPECT_EQ(sfv_post_send(a, &wr, &bad), EINVAL);
+  EXPECT_EQ(bad, &wr);
+}
+
+TEST_P(SfvApiTest, RdmaWriteWithABadRkeyIsARemoteAccessError) {
+  sfv_qp* a;
+  sfv_qp* b;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
+  sfv_sge sge{reinterpret_cast<uintptr_t>(s_[0].buf.data()), 64,
+              s_[0].mr->lkey};
+  sfv_send_wr wr;
+  std::memset(&wr, 0, sizeof(wr));
+  wr.wr_id = 8;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = SFV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(s_[1].buf.data());
+  wr.wr.rdma.rkey = s_[1].mr->rkey ^ 0x5a5a00;
+  sfv_send_wr* bad = nullptr;
+  ASSERT_EQ(sfv_post_send(a, &wr, &bad), 0);
+  sfv_wc wc;
+  ASSERT_EQ(PollOne(s_[0].cq, &wc), 1);
+  EXPECT_EQ(wc.wr_id, 8u);
+  EXPECT_EQ(wc.status, SFV_WC_REM_ACCESS_ERR) << sfv_wc_status_str(wc.status);
+  sfv_qp_attr q;
+  ASSERT_EQ(sfv_query_qp(a, &q, SFV_QP_STATE, nullptr), 0);
+  EXPECT_EQ(q.qp_state, SFV_QPS_ERR);
 }
 
 }  // namespace

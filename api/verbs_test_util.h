@@ -158,7 +158,7 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
   // Tracked objects: TearDown destroys them unless a test did (through
   // Forget).
   sfv_qp* Qp(int side, sfv_srq* srq = nullptr, sfv_qp_type type = SFV_QPT_RC,
-             sfv_cq* cq = nullptr) {
+             sfv_cq* cq = nullptr, uint32_t max_inline_data = 0) {
     sfv_qp_init_attr a;
     std::memset(&a, 0, sizeof(a));
     a.send_cq = cq != nullptr ? cq : s_[side].cq;
@@ -168,6 +168,7 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
     a.cap.max_recv_wr = srq ? 0 : 16;
     a.cap.max_send_sge = 1;
     a.cap.max_recv_sge = srq ? 0 : 1;
+    a.cap.max_inline_data = max_inline_data;
     a.qp_type = type;
     a.sq_sig_all = 1;
     sfv_qp* qp = sfv_create_qp(s_[side].pd, &a);
