@@ -36,12 +36,7 @@ TEST_P(SfvQuirkTest, UnknownLkeyStatus) {
     } else {
       sge.addr += s_[0].buf.size() - 32;
     }
-    sfv_send_wr wr;
-    std::memset(&wr, 0, sizeof(wr));
-    wr.wr_id = 1;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = SFV_WR_SEND;
+    sfv_send_wr wr = OneSgeWr(1, SFV_WR_SEND, &sge);
     sfv_send_wr* bad = nullptr;
     ASSERT_EQ(sfv_post_send(a, &wr, &bad), 0);
     sfv_wc wc;

@@ -208,11 +208,7 @@ TEST_P(SfvApiTest, PostAndModifyReturnErrnoAndChangeNothing) {
   EXPECT_EQ(sfv_modify_qp(qp, nullptr, SFV_QP_STATE), EINVAL);
   // post_send in RESET: EINVAL, bad_wr names the WR.
   sfv_sge sge{reinterpret_cast<uintptr_t>(s_[0].buf.data()), 8, s_[0].mr->lkey};
-  sfv_send_wr wr;
-  std::memset(&wr, 0, sizeof(wr));
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SFV_WR_SEND;
+  sfv_send_wr wr = OneSgeWr(0, SFV_WR_SEND, &sge);
   sfv_send_wr* bad = nullptr;
   EXPECT_EQ(sfv_post_send(qp, &wr, nullptr), EINVAL);
   EXPECT_EQ(sfv_post_send(qp, &wr, &bad), EINVAL);
@@ -307,12 +303,7 @@ TEST_P(SfvApiTest, RdmaWriteWithImmAndReadMoveTheBytes) {
   for (int i = 0; i < 256; ++i) s_[0].buf[i] = static_cast<uint8_t>(i);
   sfv_sge sge{reinterpret_cast<uintptr_t>(s_[0].buf.data()), 256,
               s_[0].mr->lkey};
-  sfv_send_wr wr;
-  std::memset(&wr, 0, sizeof(wr));
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SFV_WR_RDMA_WRITE_WITH_IMM;
+  sfv_send_wr wr = OneSgeWr(1, SFV_WR_RDMA_WRITE_WITH_IMM, &sge);
   wr.imm_data = 0xabcd1234;
   wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(s_[1].buf.data()) + 1024;
   wr.wr.rdma.rkey = s_[1].mr->rkey;
@@ -432,12 +423,7 @@ TEST_P(SfvApiTest, InlineSendsUpToTheGrantedSize) {
   // From unregistered memory, with no key: the bytes are copied at post.
   std::vector<uint8_t> bytes(granted + 1, 0x3c);
   sfv_sge sge{reinterpret_cast<uintptr_t>(bytes.data()), granted, 0};
-  sfv_send_wr wr;
-  std::memset(&wr, 0, sizeof(wr));
-  wr.wr_id = 1;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SFV_WR_SEND;
+  sfv_send_wr wr = OneSgeWr(1, SFV_WR_SEND, &sge);
   wr.send_flags = SFV_SEND_INLINE;
   sfv_send_wr* bad = nullptr;
   ASSERT_EQ(sfv_post_send(a, &wr, &bad), 0);
@@ -462,12 +448,7 @@ TEST_P(SfvApiTest, RdmaWriteWithABadRkeyIsARemoteAccessError) {
   ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
   sfv_sge sge{reinterpret_cast<uintptr_t>(s_[0].buf.data()), 64,
               s_[0].mr->lkey};
-  sfv_send_wr wr;
-  std::memset(&wr, 0, sizeof(wr));
-  wr.wr_id = 8;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = SFV_WR_RDMA_WRITE;
+  sfv_send_wr wr = OneSgeWr(8, SFV_WR_RDMA_WRITE, &sge);
   wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(s_[1].buf.data());
   wr.wr.rdma.rkey = s_[1].mr->rkey ^ 0x5a5a00;
   sfv_send_wr* bad = nullptr;

@@ -52,6 +52,18 @@ void SetRaw(E* field, int v) {
   std::memcpy(field, &v, sizeof(v));
 }
 
+// A zeroed work request of one SGE.
+inline sfv_send_wr OneSgeWr(uint64_t wr_id, sfv_wr_opcode opcode,
+                            sfv_sge* sge) {
+  sfv_send_wr wr;
+  std::memset(&wr, 0, sizeof(wr));
+  wr.wr_id = wr_id;
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = opcode;
+  return wr;
+}
+
 // Which answer a quirk test expects.
 enum class Flavour { kSim, kRxe, kOtherDevice };
 
@@ -299,11 +311,7 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
   int SendUd(sfv_qp* qp, sfv_ah* ah, uint32_t remote_qpn, uint32_t len) {
     sfv_sge sge{reinterpret_cast<uintptr_t>(s_[0].buf.data()), len,
                 s_[0].mr->lkey};
-    sfv_send_wr wr;
-    std::memset(&wr, 0, sizeof(wr));
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = SFV_WR_SEND;
+    sfv_send_wr wr = OneSgeWr(0, SFV_WR_SEND, &sge);
     wr.wr.ud.ah = ah;
     wr.wr.ud.remote_qpn = remote_qpn;
     wr.wr.ud.remote_qkey = 0x1234;
@@ -316,12 +324,7 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
            uint32_t lkey_override = 0) {
     sfv_sge sge{reinterpret_cast<uintptr_t>(s_[0].buf.data()), len,
                 lkey_override != 0 ? lkey_override : s_[0].mr->lkey};
-    sfv_send_wr wr;
-    std::memset(&wr, 0, sizeof(wr));
-    wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = SFV_WR_SEND;
+    sfv_send_wr wr = OneSgeWr(wr_id, SFV_WR_SEND, &sge);
     wr.send_flags = flags;
     sfv_send_wr* bad = nullptr;
     return sfv_post_send(qp, &wr, &bad);
