@@ -497,8 +497,8 @@ struct sfv_device** sfv_sim_get_device_list(struct sfv_sim_fabric* fabric,
 /* Frees either kind of list (NULL is ignored). */
 void sfv_free_device_list(struct sfv_device** list);
 const char* sfv_get_device_name(struct sfv_device* device);
-/* The node GUID in host byte order (ibv_get_device_guid returns it big-endian:
- * the one value that differs from libibverbs' convention). */
+/* The node GUID in host byte order (ibv_get_device_guid returns it
+ * big-endian), as sfv_device_attr::node_guid holds it. */
 uint64_t sfv_get_device_guid(struct sfv_device* device);
 
 /* A real device opens its first ACTIVE port and, on Ethernet, its first
@@ -513,6 +513,10 @@ struct sfv_context* sfv_open_device(struct sfv_device* device);
 int sfv_close_device(struct sfv_context* context);
 int sfv_query_device(struct sfv_context* context,
                      struct sfv_device_attr* device_attr);
+/* Port 1 only. The values are the device's own: rxe's active_mtu follows its
+ * netdev (SFV_MTU_1024 for an Ethernet MTU of 1500), the simulator's is
+ * SFV_MTU_4096 unless its config says otherwise: choose a QP's path_mtu
+ * from it. */
 int sfv_query_port(struct sfv_context* context, uint8_t port_num,
                    struct sfv_port_attr* port_attr);
 int sfv_query_gid(struct sfv_context* context, uint8_t port_num, int index,
