@@ -1,8 +1,10 @@
-// sfv_* completion queues: create, destroy and poll (work completions
-// converted from the transport's), and the names of completion statuses.
+// sfv_* completion queues: create (on a completion channel or none), destroy
+// and poll (work completions converted from the transport's), and the names of
+// completion statuses.
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <mutex>
 
 #include "api/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
@@ -17,21 +19,37 @@ extern "C" {
 
 sfv_cq* sfv_create_cq(sfv_context* context, int cqe, void* cq_context,
                       sfv_comp_channel* channel, int comp_vector) {
-  (void)comp_vector;
-  if (context == nullptr || !Ctx(context)->open || channel != nullptr) {
-    return Fail<sfv_cq>(EINVAL);
+  if (context == nullptr || !Ctx(context)->open) {
+    return Fail<sfv_cq>(EINVAL, "context is NULL or closed");
   }
-  auto r = context->device->dev->CreateCq(cqe);
-  if (!r.ok()) return Fail<sfv_cq>(r.status().code());
   SfvContext* c = Ctx(context);
+  if (comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
+    return Fail<sfv_cq>(EINVAL, "comp_vector out of range");
+  }
+  ChannelImpl* ch = nullptr;
+  if (channel != nullptr) {
+    auto it = c->channel_objs.find(channel);
+    if (it == c->channel_objs.end()) {
+      return Fail<sfv_cq>(EINVAL, "channel of another context");
+    }
+    ch = it->second.get();
+  }
+  auto r = ch != nullptr ? c->dev->CreateCqOnChannel(cqe, ch->channel)
+                         : c->dev->CreateCq(cqe);
+  if (!r.ok()) return Fail<sfv_cq>(r.status());
   auto cq = std::make_unique<CqImpl>();
   cq->context = context;
-  cq->channel = nullptr;
+  cq->channel = channel;
   cq->cq_context = cq_context;
   cq->handle = (*r)->handle();
   cq->cqe = (*r)->cqe();
   cq->cq = *r;
   CqImpl* raw = cq.get();
+  if (ch != nullptr) {
+    std::lock_guard<std::mutex> lock(ch->mu);
+    ch->cqs[raw->cq] = raw;
+    ++ch->refcnt;
+  }
   c->cq_by_handle[cq->handle] = raw;
   c->cq_objs[raw] = std::move(cq);
   ++c->cqs;
@@ -45,6 +63,12 @@ int sfv_destroy_cq(sfv_cq* cq) {
   if (it == c->cq_objs.end()) return EINVAL;
   const softfab::Status s = it->second->cq->Destroy();
   if (!s.ok()) return Err(s);
+  if (cq->channel != nullptr) {
+    auto* ch = static_cast<ChannelImpl*>(cq->channel);
+    std::lock_guard<std::mutex> lock(ch->mu);
+    ch->cqs.erase(it->second->cq);
+    --ch->refcnt;
+  }
   c->cq_by_handle.erase(cq->handle);
   c->cq_objs.erase(it);
   --c->cqs;

@@ -52,8 +52,12 @@ sfv_sim_fabric* sfv_sim_fabric_create(const sfv_sim_config* config) {
   f->sim = softfab::sim::CreateSimFabric(c);
   if (!f->sim) return Fail<sfv_sim_fabric>(EINVAL);
   for (int n = 0; n < c.nodes; ++n) {
-    f->devices.push_back(std::make_unique<sfv_device>(
-        sfv_device{f.get(), f->sim->device(n), n}));
+    auto d = std::make_unique<sfv_device>();
+    d->fabric = f.get();
+    d->dev = f->sim->device(n);
+    d->node = n;
+    d->name = d->dev->name();
+    f->devices.push_back(std::move(d));
   }
   return f.release();
 }
@@ -89,24 +93,36 @@ sfv_device** sfv_sim_get_device_list(sfv_sim_fabric* fabric, int* num_devices) {
   return list;
 }
 
-void sfv_free_device_list(sfv_device** list) { delete[] list; }
+void sfv_free_device_list(sfv_device** list) {
+  if (list == nullptr) return;
+  // Entries of real devices belong to their list; a fabric owns its own.
+  for (sfv_device** d = list; *d != nullptr; ++d) {
+    if ((*d)->fabric == nullptr) delete *d;
+  }
+  delete[] list;
+}
 
 const char* sfv_get_device_name(sfv_device* device) {
-  if (device == nullptr) return Fail<const char>(EINVAL);
-  return device->dev->name();
+  if (device == nullptr) return Fail<const char>(EINVAL, "device is NULL");
+  return device->name.c_str();
 }
 
 uint64_t sfv_get_device_guid(sfv_device* device) {
+  if (device == nullptr) return 0;
+  if (device->fabric == nullptr) return device->guid;
   tp::DeviceAttr a;
-  if (device == nullptr || !device->dev->QueryDevice(&a).ok()) return 0;
+  if (!device->dev->QueryDevice(&a).ok()) return 0;
   return a.node_guid;
 }
 
 sfv_context* sfv_open_device(sfv_device* device) {
-  if (device == nullptr) return Fail<sfv_context>(EINVAL);
+  if (device == nullptr) return Fail<sfv_context>(EINVAL, "device is NULL");
+  if (device->fabric == nullptr) return OpenHardwareContext(*device);
   auto ctx = std::make_unique<SfvContext>();
   ctx->device = device;
+  ctx->num_comp_vectors = 1;
   ctx->fabric = device->fabric;
+  ctx->dev = device->dev;
   SfvContext* raw = ctx.get();
   device->fabric->contexts.push_back(std::move(ctx));
   return raw;
@@ -115,19 +131,27 @@ sfv_context* sfv_open_device(sfv_device* device) {
 int sfv_close_device(sfv_context* context) {
   if (context == nullptr || !Ctx(context)->open) return EINVAL;
   SfvContext* c = Ctx(context);
-  if (c->pds != 0 || c->cqs != 0) return EBUSY;
-  c->open =
-      false;  // the wrapper lives until the fabric goes, so stale use is caught
+  if (c->pds != 0 || c->cqs != 0 || c->channels != 0) return EBUSY;
+  if (c->fabric == nullptr) {
+    delete c;  // closes the device; nothing of it is left
+    return 0;
+  }
+  // A simulated context's wrapper lives until the fabric goes, so stale use is
+  // caught.
+  c->open = false;
   return 0;
 }
 
 int sfv_query_device(sfv_context* context, sfv_device_attr* attr) {
   if (context == nullptr || attr == nullptr) return EINVAL;
   tp::DeviceAttr a;
-  const softfab::Status s = context->device->dev->QueryDevice(&a);
+  const softfab::Status s = Ctx(context)->dev->QueryDevice(&a);
   if (!s.ok()) return Err(s);
   std::memset(attr, 0, sizeof(*attr));
-  std::strncpy(attr->fw_ver, "softfab-sim", sizeof(attr->fw_ver) - 1);
+  // The transport carries no firmware version; the simulator names itself.
+  if (Ctx(context)->fabric != nullptr) {
+    std::strncpy(attr->fw_ver, "softfab-sim", sizeof(attr->fw_ver) - 1);
+  }
   attr->node_guid = a.node_guid;
   attr->sys_image_guid = a.node_guid;
   attr->max_mr_size = a.max_mr_size;
@@ -157,7 +181,7 @@ int sfv_query_port(sfv_context* context, uint8_t port_num,
                    sfv_port_attr* attr) {
   if (context == nullptr || attr == nullptr) return EINVAL;
   tp::PortAttr a;
-  const softfab::Status s = context->device->dev->QueryPort(port_num, &a);
+  const softfab::Status s = Ctx(context)->dev->QueryPort(port_num, &a);
   if (!s.ok()) return Err(s);
   std::memset(attr, 0, sizeof(*attr));
   attr->state = static_cast<sfv_port_state>(a.state);
@@ -176,7 +200,7 @@ int sfv_query_gid(sfv_context* context, uint8_t port_num, int index,
                   sfv_gid* gid) {
   if (context == nullptr || gid == nullptr) return EINVAL;
   tp::Gid g;
-  const softfab::Status s = context->device->dev->QueryGid(port_num, index, &g);
+  const softfab::Status s = Ctx(context)->dev->QueryGid(port_num, index, &g);
   if (!s.ok()) return Err(s);
   std::memcpy(gid->raw, g.raw, 16);
   return 0;
@@ -187,8 +211,8 @@ int sfv_query_gid(sfv_context* context, uint8_t port_num, int index,
 sfv_pd* sfv_alloc_pd(sfv_context* context) {
   if (context == nullptr || !Ctx(context)->open) return Fail<sfv_pd>(EINVAL);
   SfvContext* c = Ctx(context);
-  auto r = context->device->dev->AllocPd();
-  if (!r.ok()) return Fail<sfv_pd>(r.status().code());
+  auto r = Ctx(context)->dev->AllocPd();
+  if (!r.ok()) return Fail<sfv_pd>(r.status());
   auto pd = std::make_unique<PdImpl>();
   pd->context = context;
   pd->handle = c->next_handle++;
@@ -217,7 +241,7 @@ sfv_mr* sfv_reg_mr(sfv_pd* pd, void* addr, size_t length, int access) {
   if (access < 0) return Fail<sfv_mr>(EINVAL);
   auto r = static_cast<PdImpl*>(pd)->pd->RegMr(addr, length,
                                                static_cast<uint32_t>(access));
-  if (!r.ok()) return Fail<sfv_mr>(r.status().code());
+  if (!r.ok()) return Fail<sfv_mr>(r.status());
   SfvContext* c = Ctx(pd->context);
   auto mr = std::make_unique<MrImpl>();
   mr->context = pd->context;
@@ -248,14 +272,14 @@ int sfv_dereg_mr(sfv_mr* mr) {
 
 int sfv_get_async_event(sfv_context* context, sfv_async_event* event) {
   if (context == nullptr || event == nullptr) {
-    errno = EINVAL;
+    SetError(EINVAL, "context or event is NULL");
     return -1;
   }
   SfvContext* c = Ctx(context);
   tp::AsyncEvent e;
-  const softfab::Status s = context->device->dev->GetAsyncEvent(&e);
+  const softfab::Status s = Ctx(context)->dev->GetAsyncEvent(&e);
   if (!s.ok()) {
-    errno = s.code();
+    SetError(s.code(), s.message());
     return -1;
   }
   std::memset(event, 0, sizeof(*event));

@@ -84,7 +84,7 @@ sfv_ah* sfv_create_ah(sfv_pd* pd, sfv_ah_attr* attr) {
     return Fail<sfv_ah>(EINVAL);
   }
   auto r = static_cast<PdImpl*>(pd)->pd->CreateAh(ToAh(*attr));
-  if (!r.ok()) return Fail<sfv_ah>(r.status().code());
+  if (!r.ok()) return Fail<sfv_ah>(r.status());
   SfvContext* c = Ctx(pd->context);
   auto ah = std::make_unique<AhImpl>();
   ah->context = pd->context;
@@ -116,7 +116,7 @@ sfv_srq* sfv_create_srq(sfv_pd* pd, sfv_srq_init_attr* init) {
   }
   tp::SrqAttr a{init->attr.max_wr, init->attr.max_sge, init->attr.srq_limit};
   auto r = static_cast<PdImpl*>(pd)->pd->CreateSrq(a);
-  if (!r.ok()) return Fail<sfv_srq>(r.status().code());
+  if (!r.ok()) return Fail<sfv_srq>(r.status());
   SfvContext* c = Ctx(pd->context);
   auto srq = std::make_unique<SrqImpl>();
   srq->context = pd->context;
@@ -211,7 +211,7 @@ sfv_qp* sfv_create_qp(sfv_pd* pd, sfv_qp_init_attr* init) {
   a.qp_type = static_cast<tp::QpType>(qp_type);
   a.sq_sig_all = init->sq_sig_all;
   auto r = static_cast<PdImpl*>(pd)->pd->CreateQp(a);
-  if (!r.ok()) return Fail<sfv_qp>(r.status().code());
+  if (!r.ok()) return Fail<sfv_qp>(r.status());
   auto qp = std::make_unique<QpImpl>();
   qp->context = pd->context;
   qp->qp_context = init->qp_context;

@@ -11,16 +11,21 @@
 #ifndef SOFTFAB_API_INTERNAL_VERBS_OBJECTS_H_
 #define SOFTFAB_API_INTERNAL_VERBS_OBJECTS_H_
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "api/softfab/verbs.h"
 #include "backends/sim/sim_fabric.h"
+#include "backends/verbs/verbs_device.h"
 #include "core/status.h"
 #include "core/transport.h"
 
@@ -28,10 +33,16 @@ namespace softfab::verbs_internal {
 struct SfvContext;
 }  // namespace softfab::verbs_internal
 
+// A device of either backend. Simulated: `fabric` and `dev` are the fabric and
+// its node's device, owned by the fabric. Real: both are null, and each
+// context opens the device by `name` for itself; the entry belongs to the
+// list that holds it (sfv_free_device_list deletes it) or to a context.
 struct sfv_device {
-  sfv_sim_fabric* fabric;
-  ::softfab::transport::Device* dev;
-  int node;
+  sfv_sim_fabric* fabric = nullptr;
+  ::softfab::transport::Device* dev = nullptr;
+  int node = -1;
+  std::string name;
+  uint64_t guid = 0;  // real devices: from the list
 };
 
 struct sfv_sim_fabric {
@@ -53,6 +64,23 @@ struct MrImpl : sfv_mr {
 struct CqImpl : sfv_cq {
   tp::CompletionQueue* cq;
 };
+// The channel the caller sees: `fd` (sfv_comp_channel::fd) is an epoll fd
+// watching the transport channel's fd, which the transport keeps O_NONBLOCK;
+// the epoll fd's own O_NONBLOCK flag is the caller's, and says whether
+// sfv_get_cq_event may wait.
+struct ChannelImpl : sfv_comp_channel {
+  ChannelImpl() = default;
+  ChannelImpl(const ChannelImpl&) = delete;
+  ChannelImpl& operator=(const ChannelImpl&) = delete;
+  ~ChannelImpl() {
+    if (fd >= 0) close(fd);
+  }
+  tp::CompletionChannel* channel = nullptr;
+  // The CQs on this channel, to name the one an event is for. Guarded by `mu`
+  // since sfv_get_cq_event may run on another thread than sfv_create_cq.
+  std::mutex mu;
+  std::map<const tp::CompletionQueue*, CqImpl*> cqs;
+};
 struct SrqImpl : sfv_srq {
   tp::SharedReceiveQueue* srq;
   uint32_t max_sge;
@@ -73,17 +101,27 @@ struct AhImpl : sfv_ah {
 // The maps are keyed by address for validation lookups only: nothing iterates
 // them.
 struct SfvContext : sfv_context {
+  // The simulated fabric, or null on a real device.
   sfv_sim_fabric* fabric = nullptr;
+  // The device every call goes through: the fabric's node, or `hardware`.
+  tp::Device* dev = nullptr;
+  // Real devices: the opened device (destroyed with the context, by
+  // sfv_close_device) and a copy of the list entry, so `device` outlives the
+  // list as libibverbs' does.
+  std::unique_ptr<softfab::verbs::VerbsDevice> hardware;
+  sfv_device hardware_entry;
   bool open = true;
   uint32_t next_handle = 1;
   uint32_t pds = 0;
   uint32_t cqs = 0;
+  uint32_t channels = 0;
   std::unordered_map<const void*, std::unique_ptr<PdImpl>> pd_objs;
   std::unordered_map<const void*, std::unique_ptr<MrImpl>> mr_objs;
   std::unordered_map<const void*, std::unique_ptr<CqImpl>> cq_objs;
   std::unordered_map<const void*, std::unique_ptr<SrqImpl>> srq_objs;
   std::unordered_map<const void*, std::unique_ptr<QpImpl>> qp_objs;
   std::unordered_map<const void*, std::unique_ptr<AhImpl>> ah_objs;
+  std::unordered_map<const void*, std::unique_ptr<ChannelImpl>> channel_objs;
   // Lookups for async events: transport handle / QP number -> wrapper.
   std::map<uint32_t, CqImpl*> cq_by_handle;
   std::map<uint32_t, SrqImpl*> srq_by_handle;
@@ -93,13 +131,31 @@ struct SfvContext : sfv_context {
 // The errno of a status, for calls that return it.
 inline int Err(const softfab::Status& s) { return s.code(); }
 
-template <typename T>
-T* Fail(int code) {
+// Why the last failing call on this thread failed (sfv_last_error).
+inline thread_local std::string last_error;
+
+// Records the reason and sets errno, for calls that fail with NULL or -1.
+inline void SetError(int code, const char* why) {
+  last_error = why;
   errno = code;
+}
+
+// `why` defaults to strerror(code).
+template <typename T>
+T* Fail(int code, const char* why = nullptr) {
+  SetError(code, why != nullptr ? why : std::strerror(code));
   return nullptr;
+}
+template <typename T>
+T* Fail(const softfab::Status& s) {
+  return Fail<T>(s.code(), s.message());
 }
 
 inline SfvContext* Ctx(sfv_context* c) { return static_cast<SfvContext*>(c); }
+
+// Opens a real device's list entry (api/verbs_hardware.cc): a context that owns
+// the opened device, or NULL + errno with the reason in sfv_last_error.
+sfv_context* OpenHardwareContext(const sfv_device& entry);
 
 // The integer in a C enum field. A C caller may store any int there; reading an
 // out-of-range value through the C++ enum type would be undefined, so copy the

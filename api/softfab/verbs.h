@@ -3,12 +3,33 @@
  * Code written for libibverbs ports by renaming ibv_ -> sfv_ and IBV_ -> SFV_:
  * structs, field names, enum values and error conventions match
  * (post/modify/destroy calls return an errno value; create calls return NULL
- * and set errno). The sim-specific entry points (sfv_sim_*) create a
- * deterministic simulated fabric and hand out its devices; nothing else differs
- * between backends.
+ * and set errno, and sfv_last_error says why). Two backends sit behind the
+ * same calls:
+ * - real RDMA devices (rxe, siw, ConnectX ...) through libibverbs:
+ *   sfv_get_device_list lists them and every call forwards to the real verb;
+ * - the deterministic simulator: sfv_sim_fabric_create builds a fabric and
+ *   sfv_sim_get_device_list hands out its devices.
+ * Nothing else differs between backends except where a call says so; where
+ * Soft-RoCE (rxe) answers differently from the simulator, the call lists the
+ * quirk ("rxe quirk") and api/verbs_quirks_test.cc checks each side.
  *
- * Threading: a fabric and everything obtained from it are single-threaded.
- * Blocking: nothing blocks. sfv_get_async_event returns -1 with errno EAGAIN
+ * Ports and GIDs on a real device: a context stands for one physical port and
+ * one GID, chosen when it opens (the first ACTIVE port; on Ethernet the first
+ * RoCEv2 GID, an IPv4-mapped one preferred). Port 1 and GID index 0 name
+ * them, as on the simulator: sfv_query_port(ctx, 1, ...) answers for the
+ * chosen port, gid_tbl_len reads 1, phys_port_cnt 1, and a path's
+ * ah_attr.grh.sgid_index must be 0 (ibv code that passes a GID index such as
+ * rxe's 1 passes 0 here). On RoCE every address gets a GRH (is_global is
+ * forced to 1 with the caller's dgid), so set grh.dgid to the peer's GID.
+ *
+ * Threading: a simulated fabric and everything obtained from it are
+ * single-threaded. On a real device posting, polling and the completion
+ * channel calls may run on different threads (as libibverbs allows), but
+ * creating or destroying objects of a context must not run concurrently with
+ * other calls on that context.
+ *
+ * Blocking: only sfv_get_cq_event blocks, and only while its channel's fd is
+ * not O_NONBLOCK (see there). sfv_get_async_event returns -1 with errno EAGAIN
  * when no event is pending (ibv_get_async_event would block); sfv_poll_cq on
  * the simulator runs pending fabric events until the CQ has a completion, so a
  * busy-poll loop makes progress. Every call validates its arguments: a NULL
@@ -170,12 +191,23 @@ enum sfv_mig_state { SFV_MIG_MIGRATED, SFV_MIG_REARM, SFV_MIG_ARMED };
 
 /* ------------------------------------------------------------------ objects */
 
-struct sfv_device;       /* opaque */
-struct sfv_comp_channel; /* accepted as NULL only */
-struct sfv_sim_fabric;   /* opaque */
+struct sfv_device;     /* opaque */
+struct sfv_sim_fabric; /* opaque */
 
 struct sfv_context {
-  struct sfv_device* device;
+  struct sfv_device* device; /* valid until sfv_close_device */
+  int num_comp_vectors;      /* 1: sfv_create_cq takes comp_vector 0 only */
+};
+
+/* A completion channel (ibv_comp_channel). `fd` becomes readable while an
+ * event is pending; watch it with poll(2), select(2) or epoll, and set
+ * O_NONBLOCK on it (fcntl) to make sfv_get_cq_event return at once. It is not
+ * the kernel's event file itself (reading it gives nothing): it is an epoll fd
+ * watching that file, so its O_NONBLOCK flag is the caller's own. */
+struct sfv_comp_channel {
+  struct sfv_context* context;
+  int fd;
+  int refcnt; /* the CQs using the channel */
 };
 
 struct sfv_pd {
@@ -442,20 +474,49 @@ struct sfv_async_event {
 
 /* ------------------------------------------------------------------ verbs */
 
-/* The devices of a fabric, NULL-terminated; *num_devices (if non-NULL) gets the
- * count. Free with sfv_free_device_list (the devices themselves belong to the
- * fabric). */
+/* Why the last failing sfv_* call on this thread failed, in words; "" if
+ * none failed yet. Set by calls that return NULL (or -1) with errno; the
+ * device list and sfv_open_device name what they found ("no RDMA device named
+ * mlx5_0; found: rxe0", "rxe0 port 1 is DOWN ..."). Calls that return an errno
+ * value leave it alone. */
+const char* sfv_last_error(void);
+
+/* The RDMA devices libibverbs finds (ibv_get_device_list), NULL-terminated, in
+ * libibverbs' order; *num_devices (if non-NULL) gets the count. No device is
+ * not an error: the list is empty and sfv_last_error says why (no driver
+ * loaded, no provider package, no kernel support). Devices that cannot be
+ * opened and queried are left out and named in sfv_last_error. NULL + errno
+ * ENOMEM only if the list cannot be allocated. Free with sfv_free_device_list;
+ * a context opened from an entry stays valid after that. */
+struct sfv_device** sfv_get_device_list(int* num_devices);
+/* The devices of a simulated fabric, NULL-terminated; *num_devices (if
+ * non-NULL) gets the count. Free with sfv_free_device_list (the devices
+ * themselves belong to the fabric). */
 struct sfv_device** sfv_sim_get_device_list(struct sfv_sim_fabric* fabric,
                                             int* num_devices);
+/* Frees either kind of list (NULL is ignored). */
 void sfv_free_device_list(struct sfv_device** list);
 const char* sfv_get_device_name(struct sfv_device* device);
+/* The node GUID in host byte order (ibv_get_device_guid returns it
+ * big-endian), as sfv_device_attr::node_guid holds it. */
 uint64_t sfv_get_device_guid(struct sfv_device* device);
 
+/* A real device opens its first ACTIVE port and, on Ethernet, its first
+ * RoCEv2 GID (an IPv4-mapped one preferred), which become port 1 and GID
+ * index 0 (see the top of this file). NULL + errno, with the reason in
+ * sfv_last_error: ENODEV (no such device any more), ENETDOWN (no port is
+ * ACTIVE), EADDRNOTAVAIL (no usable GID: give the netdev an IP address),
+ * EACCES/EPERM (no access to /dev/infiniband). */
 struct sfv_context* sfv_open_device(struct sfv_device* device);
-/* EBUSY while PDs or CQs of this context exist. */
+/* EBUSY while PDs, CQs or completion channels of this context exist
+ * (ibv_close_device does not check). */
 int sfv_close_device(struct sfv_context* context);
 int sfv_query_device(struct sfv_context* context,
                      struct sfv_device_attr* device_attr);
+/* Port 1 only. The values are the device's own: rxe's active_mtu follows its
+ * netdev (SFV_MTU_1024 for an Ethernet MTU of 1500), the simulator's is
+ * SFV_MTU_4096 unless its config says otherwise: choose a QP's path_mtu
+ * from it. */
 int sfv_query_port(struct sfv_context* context, uint8_t port_num,
                    struct sfv_port_attr* port_attr);
 int sfv_query_gid(struct sfv_context* context, uint8_t port_num, int index,
@@ -468,14 +529,70 @@ struct sfv_mr* sfv_reg_mr(struct sfv_pd* pd, void* addr, size_t length,
                           int access);
 int sfv_dereg_mr(struct sfv_mr* mr);
 
-/* channel must be NULL (completion channels are not modelled); comp_vector is
- * ignored. */
+/* channel (NULL for none) must be of the same context; comp_vector must be in
+ * [0, context->num_comp_vectors). cqe is a minimum: cq->cqe holds what was
+ * granted.
+ * rxe quirk (granted sizes): rxe rounds the CQ, QP and SRQ sizes up (a CQ of
+ * 10 gets 15 entries, 2^k - 1); the simulator grants what was asked. Read
+ * back cq->cqe, and the QP's and SRQ's sizes with sfv_query_qp/_srq. */
 struct sfv_cq* sfv_create_cq(struct sfv_context* context, int cqe,
                              void* cq_context, struct sfv_comp_channel* channel,
                              int comp_vector);
+/* EBUSY while a QP uses the CQ, and while events taken for it from its channel
+ * are not acked (where ibv_destroy_cq would wait for the acks forever). */
 int sfv_destroy_cq(struct sfv_cq* cq);
-/* Returns the number of completions written (>= 0) or a negative errno. */
+/* Returns the number of completions written (>= 0) or a negative errno.
+ * rxe quirk (RC src_qp): ibv_wc(3) defines src_qp for UD only; for an RC
+ * receive the simulator reports the sender's QP number, rxe 0.
+ * rxe quirk (unknown lkey): a send whose SGE names an lkey that no region has
+ * completes with SFV_WC_LOC_QP_OP_ERR on rxe, SFV_WC_LOC_PROT_ERR on the
+ * simulator (and hardware). An SGE past the end of a known region is
+ * SFV_WC_LOC_PROT_ERR on both. */
 int sfv_poll_cq(struct sfv_cq* cq, int num_entries, struct sfv_wc* wc);
+
+/* ---- completion channels: sleeping until a CQ has a completion ----
+ *
+ * The cycle, as with libibverbs: create a channel and a CQ on it, arm the CQ
+ * (sfv_req_notify_cq), wait for the fd (poll(2)) or block in
+ * sfv_get_cq_event, take the event, ack it (sfv_ack_cq_events; acks may be
+ * batched), re-arm, then poll the CQ until it is empty before waiting again:
+ * completions that arrived before the arm raise nothing, and an event may
+ * come with nothing left to poll. One arm gives at most one event.
+ *
+ * On the simulator the fabric is single-threaded and its clock virtual:
+ * events are raised only while something runs the fabric (sfv_poll_cq,
+ * sfv_sim_run_until_idle, sfv_sim_run_until, or a blocking sfv_get_cq_event).
+ * Sleeping in poll(2) on the fd without running the fabric waits forever;
+ * run it, then look at the fd with a zero timeout. */
+
+/* NULL + errno (EINVAL for a NULL or closed context; EMFILE ...). */
+struct sfv_comp_channel* sfv_create_comp_channel(struct sfv_context* context);
+/* EBUSY while a CQ uses it. */
+int sfv_destroy_comp_channel(struct sfv_comp_channel* channel);
+/* Arms the CQ: its next completion (only a solicited one when solicited_only)
+ * raises one event on its channel. Returns an errno value. A CQ without a
+ * channel can be armed, to no effect, as in rdma-core.
+ * rxe's rules, which the simulator follows: a solicited completion is a
+ * receive completion whose message had SFV_SEND_SOLICITED; error completions
+ * count as solicited only if their message had it (ibv_req_notify_cq(3) says
+ * every error completion counts), so code that must wake on errors should arm
+ * for any completion. */
+int sfv_req_notify_cq(struct sfv_cq* cq, int solicited_only);
+/* Takes the oldest event: *cq is the CQ that raised it and *cq_context that
+ * CQ's cq_context. 0, or -1 with errno.
+ * While the fd is blocking (the default) this waits like ibv_get_cq_event:
+ * - on a real device, until an event comes (EINTR if a signal interrupts);
+ * - on the simulator, running the fabric's events one at a time until the
+ *   event is raised. If the fabric runs out of events first, nothing can ever
+ *   raise it (no other thread drives a simulated fabric), so instead of
+ *   waiting forever it returns -1 with errno EAGAIN; also after 2^20 events
+ *   without one (a QP retrying forever).
+ * With O_NONBLOCK set on the fd it never waits (and never runs the fabric):
+ * -1 with errno EAGAIN when no event is pending. */
+int sfv_get_cq_event(struct sfv_comp_channel* channel, struct sfv_cq** cq,
+                     void** cq_context);
+/* Acks nevents events taken for cq (at most as many as were taken). */
+void sfv_ack_cq_events(struct sfv_cq* cq, unsigned int nevents);
 
 struct sfv_srq* sfv_create_srq(struct sfv_pd* pd,
                                struct sfv_srq_init_attr* srq_init_attr);
@@ -488,6 +605,12 @@ int sfv_destroy_srq(struct sfv_srq* srq);
 int sfv_post_srq_recv(struct sfv_srq* srq, struct sfv_recv_wr* recv_wr,
                       struct sfv_recv_wr** bad_recv_wr);
 
+/* RC and UD (EOPNOTSUPP for UC). qp->state is refreshed, as in libibverbs, by
+ * modify and query (and here by posts and async events too), not by polling.
+ * rxe quirk (QP state record): what a real device reports there is
+ * libibverbs' record, so a QP the device moved to ERROR (retries exhausted, a
+ * protection error) reads its old state until sfv_query_qp; the simulator
+ * reports its live state at each refresh. */
 struct sfv_qp* sfv_create_qp(struct sfv_pd* pd,
                              struct sfv_qp_init_attr* qp_init_attr);
 int sfv_modify_qp(struct sfv_qp* qp, struct sfv_qp_attr* attr, int attr_mask);
@@ -496,6 +619,15 @@ int sfv_query_qp(struct sfv_qp* qp, struct sfv_qp_attr* attr, int attr_mask,
 int sfv_destroy_qp(struct sfv_qp* qp);
 int sfv_post_send(struct sfv_qp* qp, struct sfv_send_wr* wr,
                   struct sfv_send_wr** bad_wr);
+/* rxe quirk (receive in ERROR): a receive posted to a QP already in ERROR is
+ * accepted but never flushed on rxe (no completion until the QP is destroyed);
+ * the simulator flushes it (SFV_WC_WR_FLUSH_ERR), as ibv_post_recv(3)
+ * describes. Receives queued before the move to ERROR are flushed on both.
+ * rxe quirk (UD GRH bytes): a UD receive gets the 40-byte GRH space before
+ * the payload (SFV_WC_GRH set, byte_len counts it). On rxe (RoCEv2 over IPv4)
+ * the first 20 bytes are zero and the IPv4 header follows (0x45 ...); the
+ * simulator fills the first 20 with 0xa5 ("undefined"). Read the payload at
+ * offset 40 and nothing before it. */
 int sfv_post_recv(struct sfv_qp* qp, struct sfv_recv_wr* wr,
                   struct sfv_recv_wr** bad_wr);
 
@@ -503,7 +635,10 @@ struct sfv_ah* sfv_create_ah(struct sfv_pd* pd, struct sfv_ah_attr* attr);
 int sfv_destroy_ah(struct sfv_ah* ah);
 
 /* 0 and the oldest event, or -1 with errno EAGAIN when none is pending (never
- * blocks). */
+ * blocks).
+ * rxe quirk (last WQE): a QP on an SRQ that enters ERROR raises
+ * SFV_EVENT_QP_LAST_WQE_REACHED on the simulator (as the IB spec asks); rxe
+ * (Linux 6.1) raises nothing. */
 int sfv_get_async_event(struct sfv_context* context,
                         struct sfv_async_event* event);
 void sfv_ack_async_event(struct sfv_async_event* event);
