@@ -14,6 +14,9 @@
 
 namespace softfab::fabric_internal {
 
+static_assert(SF_IOV_LIMIT == core::Endpoint::kIovMax,
+              "the public iov limit is the core's");
+
 namespace {
 
 bool ValidInfo(const sf_info* info) {

@@ -425,6 +425,11 @@ int sf_shutdown(struct sf_ep* ep, uint64_t flags);
 void sf_freeinfo(struct sf_info* info);
 
 /* ---- fi_msg ---- */
+/* Most iovecs one call takes (fi_tx_attr/fi_rx_attr iov_limit), on every
+ * backend and endpoint type; more give -SF_EINVAL. A message above the eager
+ * size is read into all of a receive's iovecs, in as many RDMA READs as the
+ * device's max_sge requires. */
+#define SF_IOV_LIMIT 4
 struct sf_msg {
   const struct iovec* msg_iov;
   void** desc;
