@@ -122,7 +122,10 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
   auto* out = static_cast<sf_eq_cm_entry*>(buf);
   out->fid = static_cast<sf_fid*>(e.fid);
   out->info = nullptr;
-  if (e.type == core::kEqConnReq && !(flags & SF_PEEK)) {
+  // Every read of a connection request, a peek included, hands out an info
+  // of its own (sharing the request): the caller frees each with
+  // sf_freeinfo, and any of them creates the accepting endpoint or rejects.
+  if (e.type == core::kEqConnReq) {
     auto* info = new sf_info;
     info->magic = kMagic;
     info->request = e.info;

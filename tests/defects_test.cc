@@ -108,6 +108,102 @@ TEST_P(DefectsTest, IovLimitIsEnforced) {
             -SF_EINVAL);
 }
 
+// Closes the objects it was given, newest first, when it goes out of scope
+// (before the fixture closes the domains and the fabric).
+class Closer {
+ public:
+  ~Closer() {
+    for (auto it = fids_.rbegin(); it != fids_.rend(); ++it) {
+      EXPECT_EQ(sf_close(*it), 0) << sf_last_error();
+    }
+  }
+  void Add(sf_fid* fid) { fids_.push_back(fid); }
+
+ private:
+  std::vector<sf_fid*> fids_;
+};
+
+// Issue 11.2: a peeked SF_CONNREQ carries its request (info was NULL), one
+// the caller owns: freeable with sf_freeinfo and good for accepting, while
+// the consuming read returns an info of its own.
+TEST_P(DefectsTest, PeekedConnReqCarriesItsOwnInfo) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  Closer closer;
+  sf_eq* eq[2] = {};
+  for (sf_eq*& q : eq) {
+    ASSERT_EQ(sf_eq_open(f.fabric, nullptr, &q, nullptr), 0);
+    closer.Add(&q->fid);
+  }
+  sf_pep* pep = nullptr;
+  ASSERT_EQ(sf_passive_ep(f.peers[0].domain, &pep, nullptr), 0);
+  closer.Add(&pep->fid);
+  ASSERT_EQ(sf_pep_bind(pep, &eq[0]->fid, 0), 0);
+  ASSERT_EQ(sf_listen(pep), 0);
+  uint8_t pep_name[SF_NAME_BYTES];
+  size_t len = sizeof pep_name;
+  ASSERT_EQ(sf_getname(&pep->fid, pep_name, &len), 0);
+  sf_cq* ccq = nullptr;
+  sf_ep* cep = nullptr;
+  ASSERT_TRUE(f.AddEndpoint(1, SF_EP_MSG, {&eq[1]->fid}, true, &ccq, &cep));
+  closer.Add(&ccq->fid);
+  closer.Add(&cep->fid);
+  ASSERT_EQ(sf_connect(cep, pep_name, "hello", 5), 0) << sf_last_error();
+
+  uint8_t buf[3][sizeof(sf_eq_cm_entry) + 64];
+  auto entry = [&](int i) { return reinterpret_cast<sf_eq_cm_entry*>(buf[i]); };
+  uint32_t event = 0;
+  ssize_t n = -SF_EAGAIN;
+  for (int r = 0; r < 100000 && n == -SF_EAGAIN; ++r) {
+    n = sf_eq_read(eq[0], &event, buf[0], sizeof buf[0], SF_PEEK);
+    uint32_t other = 0;
+    ASSERT_EQ(sf_eq_read(eq[1], &other, buf[2], sizeof buf[2], 0), -SF_EAGAIN);
+  }
+  ASSERT_EQ(n, static_cast<ssize_t>(sizeof(sf_eq_cm_entry) + 5));
+  ASSERT_EQ(event, static_cast<uint32_t>(SF_CONNREQ));
+  EXPECT_EQ(entry(0)->fid, &pep->fid);
+  EXPECT_EQ(std::memcmp(entry(0)->data, "hello", 5), 0);
+  sf_info* peeked = entry(0)->info;
+  ASSERT_NE(peeked, nullptr);
+
+  // The consuming read: the same event, with an info of its own.
+  ASSERT_EQ(sf_eq_read(eq[0], &event, buf[1], sizeof buf[1], 0), n);
+  ASSERT_EQ(event, static_cast<uint32_t>(SF_CONNREQ));
+  sf_info* consumed = entry(1)->info;
+  ASSERT_NE(consumed, nullptr);
+  EXPECT_NE(consumed, peeked);
+  EXPECT_EQ(sf_eq_read(eq[0], &event, buf[1], sizeof buf[1], SF_PEEK),
+            -SF_EAGAIN);
+  sf_freeinfo(consumed);  // Freeing one leaves the other usable.
+
+  // The peeked info accepts the connection.
+  sf_ep_attr ea{};
+  ea.type = SF_EP_MSG;
+  ea.caps = SF_MSG;
+  ea.info = peeked;
+  sf_ep* aep = nullptr;
+  ASSERT_EQ(sf_endpoint(f.peers[0].domain, &ea, &aep, nullptr), 0)
+      << sf_last_error();
+  closer.Add(&aep->fid);
+  sf_freeinfo(peeked);
+  ASSERT_EQ(sf_ep_bind(aep, &f.peers[0].cq->fid, SF_TRANSMIT | SF_RECV), 0);
+  ASSERT_EQ(sf_ep_bind(aep, &eq[0]->fid, 0), 0);
+  ASSERT_EQ(sf_enable(aep), 0) << sf_last_error();
+  ASSERT_EQ(sf_accept(aep, nullptr, 0), 0) << sf_last_error();
+  bool connected[2] = {false, false};
+  for (int r = 0; r < 100000 && !(connected[0] && connected[1]); ++r) {
+    for (int i : {0, 1}) {
+      if (connected[i]) continue;
+      n = sf_eq_read(eq[i], &event, buf[i], sizeof buf[i], 0);
+      if (n == -SF_EAGAIN) continue;
+      ASSERT_GT(n, 0) << sf_last_error();
+      ASSERT_EQ(event, static_cast<uint32_t>(SF_CONNECTED));
+      connected[i] = true;
+    }
+    f.Progress();
+  }
+  EXPECT_TRUE(connected[0] && connected[1]);
+}
+
 SOFTFAB_INSTANTIATE_PER_BACKEND(DefectsTest);
 
 }  // namespace

@@ -383,7 +383,10 @@ struct sf_eq_attr {
 };
 struct sf_eq_cm_entry {
   struct sf_fid* fid;
-  struct sf_info* info; /* SF_CONNREQ: free with sf_freeinfo */
+  /* SF_CONNREQ: the request, to free with sf_freeinfo. Each read returns
+   * one of its own, a read with SF_PEEK included (free both: either one
+   * creates the accepting endpoint or rejects the request). */
+  struct sf_info* info;
   uint8_t data[];       /* private data, as much as the buffer holds */
 };
 struct sf_eq_err_entry {
