@@ -288,13 +288,21 @@ int sf_setopt(sf_fid* fid, int level, int optname, const void* optval,
 int sf_getopt(sf_fid* fid, int level, int optname, void* optval,
               size_t* optlen) {
   const bool is_ep = IsClass(fid, SF_CLASS_EP);
-  if ((!is_ep && !IsClass(fid, SF_CLASS_SRX_CTX)) || optval == nullptr ||
-      optlen == nullptr) {
+  const bool is_pep = IsClass(fid, SF_CLASS_PEP);
+  if ((!is_ep && !is_pep && !IsClass(fid, SF_CLASS_SRX_CTX)) ||
+      optval == nullptr || optlen == nullptr) {
     return Fail(EINVAL, "bad argument");
   }
   if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
+  // A passive endpoint has one option, the private data size its
+  // connections carry (fi_endpoint(3)).
+  if (is_pep && optname != SF_OPT_CM_DATA_SIZE) {
+    return Fail(ENOSYS, "a passive endpoint has SF_OPT_CM_DATA_SIZE only");
+  }
   core::Endpoint* ep = is_ep ? ObjectOf<Ep>(fid)->ep.get() : nullptr;
-  core::RxContext* rx = is_ep ? ep->rx_context() : ObjectOf<Srx>(fid)->rx.get();
+  core::RxContext* rx = is_ep    ? ep->rx_context()
+                        : is_pep ? nullptr
+                                 : ObjectOf<Srx>(fid)->rx.get();
   size_t v;
   switch (optname) {
     case SF_OPT_MIN_MULTI_RECV:

@@ -204,6 +204,41 @@ TEST_P(DefectsTest, PeekedConnReqCarriesItsOwnInfo) {
   EXPECT_TRUE(connected[0] && connected[1]);
 }
 
+// Issue 11.3: SF_OPT_CM_DATA_SIZE is answered by a passive endpoint (it was
+// refused with -SF_EINVAL), with the value an active endpoint gives; a
+// passive endpoint has no other option, and none can be set on it.
+TEST_P(DefectsTest, PassiveEndpointAnswersCmDataSize) {
+  ASSERT_TRUE(f.Open(backend(), 1));
+  sf_pep* pep = nullptr;
+  ASSERT_EQ(sf_passive_ep(f.peers[0].domain, &pep, nullptr), 0);
+  f.pep = pep;
+  size_t active = 0, passive = 0;
+  size_t len = sizeof active;
+  ASSERT_EQ(sf_getopt(&f.peers[0].ep->fid, SF_OPT_ENDPOINT, SF_OPT_CM_DATA_SIZE,
+                      &active, &len),
+            0);
+  len = sizeof passive;
+  ASSERT_EQ(sf_getopt(&pep->fid, SF_OPT_ENDPOINT, SF_OPT_CM_DATA_SIZE, &passive,
+                      &len),
+            0)
+      << sf_last_error();
+  EXPECT_EQ(len, sizeof passive);
+  EXPECT_EQ(passive, active);
+  EXPECT_EQ(passive, 56u);
+  len = 1;
+  EXPECT_EQ(sf_getopt(&pep->fid, SF_OPT_ENDPOINT, SF_OPT_CM_DATA_SIZE, &passive,
+                      &len),
+            -SF_ETOOSMALL);
+  EXPECT_EQ(len, sizeof passive);
+  len = sizeof passive;
+  EXPECT_EQ(sf_getopt(&pep->fid, SF_OPT_ENDPOINT, SF_OPT_MIN_MULTI_RECV,
+                      &passive, &len),
+            -SF_ENOSYS);
+  EXPECT_EQ(sf_setopt(&pep->fid, SF_OPT_ENDPOINT, SF_OPT_CM_DATA_SIZE, &passive,
+                      sizeof passive),
+            -SF_EINVAL);
+}
+
 SOFTFAB_INSTANTIATE_PER_BACKEND(DefectsTest);
 
 }  // namespace

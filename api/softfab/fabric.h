@@ -357,7 +357,9 @@ ssize_t sf_cancel(struct sf_fid* fid, void* context);
 /* Option names and values are libfabric's (fi_endpoint(3)). */
 #define SF_OPT_ENDPOINT 0
 #define SF_OPT_MIN_MULTI_RECV 0 /* size_t */
-#define SF_OPT_CM_DATA_SIZE 1   /* size_t, getopt only */
+/* Private data a connection carries (56): getopt only, on an endpoint or a
+ * passive endpoint (whose only option it is). */
+#define SF_OPT_CM_DATA_SIZE 1 /* size_t */
 /* A buffered receive's SF_MORE entry shows at least this many leading bytes
  * (<= the eager size, 8192): each endpoint announces its value to its peers,
  * and rendezvous requests carry the larger of both sides' values. */
