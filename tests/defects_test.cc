@@ -239,6 +239,37 @@ TEST_P(DefectsTest, PassiveEndpointAnswersCmDataSize) {
             -SF_EINVAL);
 }
 
+// Issue 11.5: looking up an address that was never set, was removed, or is
+// out of the vector's range gives -SF_EINVAL (fi_av(3)), not -SF_ENOENT.
+TEST_P(DefectsTest, AvLookupOfBadAddressIsInvalid) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  sf_av_attr attr{};
+  attr.count = 8;
+  sf_av* av = nullptr;
+  ASSERT_EQ(sf_av_open(f.peers[0].domain, &attr, &av, nullptr), 0);
+  Closer closer;
+  closer.Add(&av->fid);
+  uint8_t names[2][SF_NAME_BYTES];
+  for (int i : {0, 1}) {
+    size_t len = SF_NAME_BYTES;
+    ASSERT_EQ(sf_getname(&f.peers[i].ep->fid, names[i], &len), 0);
+  }
+  sf_addr_t addr[2] = {};
+  ASSERT_EQ(sf_av_insert(av, names, 2, addr, 0, nullptr), 2);
+  uint8_t out[SF_NAME_BYTES];
+  size_t len = sizeof out;
+  ASSERT_EQ(sf_av_lookup(av, addr[1], out, &len), 0);
+  EXPECT_EQ(std::memcmp(out, names[1], SF_NAME_BYTES), 0);
+  ASSERT_EQ(sf_av_remove(av, &addr[1], 1, 0), 0);
+  for (sf_addr_t bad : {addr[1], sf_addr_t{5}, sf_addr_t{8}, sf_addr_t{500},
+                        SF_ADDR_NOTAVAIL}) {
+    len = sizeof out;
+    EXPECT_EQ(sf_av_lookup(av, bad, out, &len), -SF_EINVAL) << bad;
+  }
+  len = sizeof out;
+  EXPECT_EQ(sf_av_lookup(av, addr[0], out, &len), 0);
+}
+
 SOFTFAB_INSTANTIATE_PER_BACKEND(DefectsTest);
 
 }  // namespace

@@ -219,6 +219,8 @@ int sf_av_insert(struct sf_av* av, const void* addr, size_t count,
                  sf_addr_t* fi_addr, uint64_t flags, void* context);
 int sf_av_remove(struct sf_av* av, sf_addr_t* fi_addr, size_t count,
                  uint64_t flags);
+/* The name at fi_addr; -SF_EINVAL for an address never inserted, removed or
+ * out of range, -SF_ETOOSMALL (size written back) for a short buffer. */
 int sf_av_lookup(struct sf_av* av, sf_addr_t fi_addr, void* addr,
                  size_t* addrlen);
 
