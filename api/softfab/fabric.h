@@ -291,8 +291,13 @@ ssize_t sf_cq_readfrom(struct sf_cq* cq, void* buf, size_t count,
 ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
                       uint64_t flags);
 /* Blocking read: drives progress until an entry arrives or `timeout_ms`
- * passes (-SF_ETIMEDOUT). On the simulator the timeout is virtual time; -1
- * waits while anything is pending in the fabric. */
+ * passes (-SF_ETIMEDOUT; 0 looks once). On verbs the timeout is real time,
+ * slept on the domains' completion channels. On the simulator it is virtual
+ * time: the wait runs the fabric's events up to the deadline and no further,
+ * so with nothing arriving by then it returns -SF_ETIMEDOUT with the virtual
+ * clock at exactly its start + timeout_ms (also on an idle fabric). -1 waits
+ * while anything is pending in the fabric: on an idle one it returns
+ * -SF_ETIMEDOUT at once, the clock unmoved (nothing can arrive). */
 ssize_t sf_cq_sread(struct sf_cq* cq, void* buf, size_t count, const void* cond,
                     int timeout_ms);
 
@@ -411,7 +416,9 @@ ssize_t sf_eq_read(struct sf_eq* eq, uint32_t* event, void* buf, size_t len,
                    uint64_t flags);
 ssize_t sf_eq_readerr(struct sf_eq* eq, struct sf_eq_err_entry* buf,
                       uint64_t flags);
-/* Blocking read; on the simulator the timeout is virtual time (ms). */
+/* Blocking read, timed as sf_cq_sread: real time on verbs; on the simulator
+ * virtual time, ending at exactly start + timeout_ms when no event comes by
+ * then, and -1 ending at once on an idle fabric. */
 ssize_t sf_eq_sread(struct sf_eq* eq, uint32_t* event, void* buf, size_t len,
                     int timeout_ms, uint64_t flags);
 /* A passive endpoint listens for connection requests (fi_passive_ep takes an

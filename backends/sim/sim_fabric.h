@@ -127,9 +127,12 @@ struct SimConfig {
 //     still subject to rule 3 for CQs that become holding afterwards.
 // So a CQ that is never polled (an ignored send CQ) never holds time; one that
 // stops being polled holds it for at most one round of polls; a poller that
-// spins on one CQ alone loses at most one poll per epoch. Step(), RunUntil()
-// and RunUntilIdle() drive time explicitly and ignore the hold. The rule
-// depends only on the sequence of calls, so runs stay deterministic.
+// spins on one CQ alone loses at most one poll per epoch. Besides the hold, a
+// poll never runs an event later than the poll horizon (SetPollHorizon; none
+// by default), which a wait with a deadline sets so that polling cannot
+// carry the clock past it. Step(), RunUntil() and RunUntilIdle() drive time
+// explicitly and ignore the hold and the horizon. The rule depends only on
+// the sequence of calls, so runs stay deterministic.
 // SimStats::polls_held and hold_releases count rules 3 and 4.
 
 // Completion channels and virtual time. A device's completion channel
@@ -199,6 +202,17 @@ class SimFabric {
   // ran.
   virtual uint64_t RunUntilIdle(uint64_t events_max = 1ull << 32) = 0;
   virtual uint64_t pending_events() const = 0;
+  // The time of the earliest pending event; UINT64_MAX when none is pending.
+  virtual uint64_t next_event_ns() const = 0;
+  // Polls (the time hold above) run no event later than t_ns: they return
+  // instead, the clock short of it. UINT64_MAX (the default) lifts the
+  // limit. For a wait with a deadline, which steps the fabric up to the
+  // deadline itself (api/completion.cc): a poll inside it must not carry the
+  // clock past the deadline. Step(), RunUntil() and RunUntilIdle() ignore
+  // it. A run in which no poll reaches the horizon is the same run without
+  // it (digest included).
+  virtual void SetPollHorizon(uint64_t t_ns) = 0;
+  virtual uint64_t poll_horizon_ns() const = 0;
   // A 64-bit fold of every event run so far (time, sequence, kind, node, QP,
   // PSN, opcode).
   virtual uint64_t digest() const = 0;
