@@ -19,6 +19,7 @@
 #include "backends/sim/internal/event.h"
 #include "backends/sim/internal/event_queue.h"
 #include "backends/sim/internal/link.h"
+#include "backends/sim/internal/personality.h"
 #include "backends/sim/internal/rng.h"
 #include "backends/sim/sim_fabric.h"
 
@@ -139,6 +140,7 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   }
 
   const SimConfig& config() const { return config_; }
+  const Quirks& quirks() const { return quirks_; }
   DeviceImpl* dev(int32_t node) { return nodes_[node].device.get(); }
   Node& node(int32_t n) { return nodes_[n]; }
   uint64_t now() const { return now_ns_; }
@@ -222,6 +224,7 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   }
 
   SimConfig config_;
+  Quirks quirks_;  // of config_.personality
   uint64_t now_ns_ = 0;
   uint64_t digest_ = 0x736f667466616221ull;
   internal::EventQueue<Ev> queue_;
