@@ -145,10 +145,20 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
   auto* out = static_cast<sf_eq_cm_entry*>(buf);
   out->fid = static_cast<sf_fid*>(e.fid);
   out->info = nullptr;
-  // Every read of a connection request, a peek included, hands out an info
-  // of its own (sharing the request): the caller frees each with
-  // sf_freeinfo, and any of them creates the accepting endpoint or rejects.
-  if (e.type == core::kEqConnReq) {
+  // A connection request comes with its info on every read. A consuming
+  // read's is the caller's (sf_freeinfo). Peeks of one event share one that
+  // the event queue owns until it is closed, so peeking leaks nothing;
+  // sf_freeinfo on it is accepted and releases it early. Either creates the
+  // accepting endpoint or rejects the request.
+  if (e.type == core::kEqConnReq && (flags & SF_PEEK)) {
+    out->info = static_cast<sf_info*>(const_cast<void*>(
+        eq->eq->PeekHandle(e.info, [&e]() -> std::shared_ptr<void> {
+          auto info = std::make_shared<sf_info>();
+          info->magic = kMagic;
+          info->request = e.info;
+          return info;
+        })));
+  } else if (e.type == core::kEqConnReq) {
     auto* info = new sf_info;
     info->magic = kMagic;
     info->request = e.info;

@@ -10,6 +10,7 @@
 #include "api/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/endpoint.h"
+#include "core/event_queue.h"
 #include "core/wire.h"
 
 namespace softfab::fabric_internal {
@@ -418,6 +419,8 @@ int sf_shutdown(sf_ep* pub, uint64_t flags) {
 
 void sf_freeinfo(sf_info* info) {
   if (!ValidInfo(info)) return;
+  // A peek's info belongs to its event queue, which releases it.
+  if (core::EventQueue::ReleasePeekHandle(*info->request, info)) return;
   info->magic = 0;
   delete info;
 }

@@ -392,9 +392,11 @@ struct sf_eq_attr {
 };
 struct sf_eq_cm_entry {
   struct sf_fid* fid;
-  /* SF_CONNREQ: the request, to free with sf_freeinfo. Each read returns
-   * one of its own, a read with SF_PEEK included (free both: either one
-   * creates the accepting endpoint or rejects the request). */
+  /* SF_CONNREQ: the request, for sf_endpoint (sf_ep_attr.info) or
+   * sf_reject. A consuming read's is the caller's: free it with sf_freeinfo.
+   * Reads with SF_PEEK all return another one, owned by the event queue
+   * until it is closed (sf_freeinfo releases it sooner; not after the
+   * close). */
   struct sf_info* info;
   uint8_t data[];       /* private data, as much as the buffer holds */
 };
