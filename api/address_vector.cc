@@ -72,7 +72,8 @@ int sf_av_lookup(sf_av* pub, sf_addr_t fi_addr, void* addr, size_t* addrlen) {
   Av* a = AsAv(pub);
   if (a == nullptr || addrlen == nullptr) return Fail(EINVAL, "bad argument");
   auto name = a->av->Lookup(fi_addr);
-  if (!name) return Fail(ENOENT, "no address at that index");
+  // fi_av(3): an index never set, removed, or past the vector is invalid.
+  if (!name) return Fail(EINVAL, "no address at that index");
   const size_t room = *addrlen;
   *addrlen = SF_NAME_BYTES;
   if (addr == nullptr || room < SF_NAME_BYTES) {

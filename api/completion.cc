@@ -97,8 +97,13 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
 }
 
 // A blocking read: `try_read` until it returns something other than
-// -EAGAIN, running the simulated fabric on in between. The timeout is virtual
-// time; an idle fabric ends the wait at once (nothing can arrive).
+// -EAGAIN, running the simulated fabric on in between, in virtual time. A
+// finite timeout ends the wait at its deadline: when nothing arrives by then
+// the clock stands at exactly start + timeout, never further (the polls in
+// `try_read` run no event past the deadline: the fabric's poll horizon, and
+// the loop steps only to events up to it). Only an unbounded wait (-1) may
+// end early, when the fabric is idle (no event pending: nothing can arrive
+// any more), with the clock where it was.
 // On verbs the timeout is real time and the wait sleeps on the completion
 // channels (api/verbs_fabric.cc).
 // `domains` are those whose channels can wake the reader (verbs).
@@ -107,19 +112,37 @@ ssize_t WaitFor(Fabric* fabric, const std::vector<Domain*>& domains,
                 int timeout_ms, TryRead try_read) {
   if (!fabric->sim) return WaitOnChannels(domains, timeout_ms, try_read);
   softfab::sim::SimFabric& sim = *fabric->sim;
-  const uint64_t start = sim.clock().NowNs();
-  const uint64_t deadline =
-      timeout_ms < 0 ? UINT64_MAX
-                     : start + static_cast<uint64_t>(timeout_ms) * 1000000;
-  while (true) {
-    const ssize_t n = try_read();
-    if (n != -EAGAIN) return n;
-    if (sim.pending_events() == 0) {
-      return Fail(ETIMEDOUT, "the fabric is idle: nothing will arrive");
+  if (timeout_ms < 0) {
+    while (true) {
+      const ssize_t n = try_read();
+      if (n != -EAGAIN) return n;
+      if (sim.pending_events() == 0) {
+        return Fail(ETIMEDOUT, "the fabric is idle: nothing will arrive");
+      }
+      sim.Step();
     }
-    if (sim.clock().NowNs() >= deadline) return Fail(ETIMEDOUT, "timed out");
-    sim.Step();
   }
+  const uint64_t deadline =
+      sim.clock().NowNs() + static_cast<uint64_t>(timeout_ms) * 1000000;
+  // The horizon is the wait's, for its duration (a wait inside a wait, which
+  // the API does not make, would keep the nearer one).
+  const uint64_t outer = sim.poll_horizon_ns();
+  sim.SetPollHorizon(std::min(outer, deadline));
+  ssize_t n;
+  while ((n = try_read()) == -EAGAIN) {
+    const uint64_t now = sim.clock().NowNs();
+    if (now >= deadline) {
+      n = Fail(ETIMEDOUT, "timed out");
+      break;
+    }
+    if (sim.next_event_ns() > deadline) {
+      sim.RunUntil(deadline);  // Nothing comes before it: the clock goes there.
+    } else {
+      sim.Step();
+    }
+  }
+  sim.SetPollHorizon(outer);
+  return n;
 }
 
 ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
@@ -133,7 +156,20 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
   auto* out = static_cast<sf_eq_cm_entry*>(buf);
   out->fid = static_cast<sf_fid*>(e.fid);
   out->info = nullptr;
-  if (e.type == core::kEqConnReq && !(flags & SF_PEEK)) {
+  // A connection request comes with its info on every read. A consuming
+  // read's is the caller's (sf_freeinfo). Peeks of one event share one that
+  // the event queue owns until it is closed, so peeking leaks nothing;
+  // sf_freeinfo on it is accepted and releases it early. Either creates the
+  // accepting endpoint or rejects the request.
+  if (e.type == core::kEqConnReq && (flags & SF_PEEK)) {
+    out->info = static_cast<sf_info*>(const_cast<void*>(
+        eq->eq->PeekHandle(e.info, [&e]() -> std::shared_ptr<void> {
+          auto info = std::make_shared<sf_info>();
+          info->magic = kMagic;
+          info->request = e.info;
+          return info;
+        })));
+  } else if (e.type == core::kEqConnReq) {
     auto* info = new sf_info;
     info->magic = kMagic;
     info->request = e.info;

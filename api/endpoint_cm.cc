@@ -10,9 +10,13 @@
 #include "api/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/endpoint.h"
+#include "core/event_queue.h"
 #include "core/wire.h"
 
 namespace softfab::fabric_internal {
+
+static_assert(SF_IOV_LIMIT == core::Endpoint::kIovMax,
+              "the public iov limit is the core's");
 
 namespace {
 
@@ -285,13 +289,21 @@ int sf_setopt(sf_fid* fid, int level, int optname, const void* optval,
 int sf_getopt(sf_fid* fid, int level, int optname, void* optval,
               size_t* optlen) {
   const bool is_ep = IsClass(fid, SF_CLASS_EP);
-  if ((!is_ep && !IsClass(fid, SF_CLASS_SRX_CTX)) || optval == nullptr ||
-      optlen == nullptr) {
+  const bool is_pep = IsClass(fid, SF_CLASS_PEP);
+  if ((!is_ep && !is_pep && !IsClass(fid, SF_CLASS_SRX_CTX)) ||
+      optval == nullptr || optlen == nullptr) {
     return Fail(EINVAL, "bad argument");
   }
   if (level != SF_OPT_ENDPOINT) return Fail(ENOSYS, "unknown option level");
+  // A passive endpoint has one option, the private data size its
+  // connections carry (fi_endpoint(3)).
+  if (is_pep && optname != SF_OPT_CM_DATA_SIZE) {
+    return Fail(ENOSYS, "a passive endpoint has SF_OPT_CM_DATA_SIZE only");
+  }
   core::Endpoint* ep = is_ep ? ObjectOf<Ep>(fid)->ep.get() : nullptr;
-  core::RxContext* rx = is_ep ? ep->rx_context() : ObjectOf<Srx>(fid)->rx.get();
+  core::RxContext* rx = is_ep    ? ep->rx_context()
+                        : is_pep ? nullptr
+                                 : ObjectOf<Srx>(fid)->rx.get();
   size_t v;
   switch (optname) {
     case SF_OPT_MIN_MULTI_RECV:
@@ -407,6 +419,8 @@ int sf_shutdown(sf_ep* pub, uint64_t flags) {
 
 void sf_freeinfo(sf_info* info) {
   if (!ValidInfo(info)) return;
+  // A peek's info belongs to its event queue, which releases it.
+  if (core::EventQueue::ReleasePeekHandle(*info->request, info)) return;
   info->magic = 0;
   delete info;
 }

@@ -57,6 +57,10 @@ Status Endpoint::Init() {
   // device allows.
   inline_max_ = std::min<uint32_t>(dev.max_inline_data,
                                    wire::kHeaderBytes + attr_.inject_size);
+  // A rendezvous READ scatters into the receive's iovecs, one SGE each, as
+  // far as the device allows (PostRead splits beyond that).
+  read_sge_max_ = static_cast<uint32_t>(
+      std::clamp<int32_t>(dev.max_sge, 1, static_cast<int32_t>(kIovMax)));
 
   const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +

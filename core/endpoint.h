@@ -310,6 +310,11 @@ class Endpoint {
     size_t len = 0;         // Bytes read (<= header.length).
     uint64_t cq_flags = 0;  // Extra entry flags (kClaim).
     transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
+    // READ work requests posted and not yet completed: one per
+    // read_sge_max_ pieces of the receive (PostRead splits when the device
+    // takes fewer SGEs than the receive has iovecs).
+    uint32_t wrs_pending = 0;
+    bool failed = false;  // One of them completed in error.
   };
 
   static bool CanSend(const Peer& p) {
@@ -352,6 +357,10 @@ class Endpoint {
   void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
                  uint64_t cq_flags);
   void OnReadDone(uint32_t read_index, bool ok);
+  // One READ work request of `read_index` completed; the last one ends it.
+  void OnReadWrDone(uint32_t read_index, bool ok);
+  // Posts the READs of `read_index`: all of them, or none (EAGAIN) when the
+  // send queue lacks room for them all.
   Status PostRead(uint32_t read_index);
 
   // What arrives on RC connections (message_arrival.cc).
@@ -495,6 +504,9 @@ class Endpoint {
 
   std::vector<TxOp> tx_ops_;
   uint32_t inline_max_ = 0;  // bytes a send may carry inline (inline_sends)
+  // SGEs per RDMA READ: the device's max_sge, at most kIovMax. A rendezvous
+  // receive with more iovecs than this is read with several READs.
+  uint32_t read_sge_max_ = 1;
   std::vector<uint32_t> tx_free_;
   std::vector<Read> reads_;
   std::vector<uint32_t> reads_free_;

@@ -1,3 +1,5 @@
+// The event queue (fi_eq): events in order, reads and peeks, and the
+// handles peeks of connection requests hand out.
 #include "core/event_queue.h"
 
 #include <algorithm>
@@ -53,6 +55,39 @@ StatusOr<const EqEvent*> EventQueue::Read(bool peek) {
     events_.pop_front();
   }
   return &last_;
+}
+
+EventQueue::~EventQueue() {
+  for (auto& [request, handle] : peek_handles_) {
+    request->peek_queue = nullptr;
+    request->peek_handle = nullptr;
+  }
+}
+
+const void* EventQueue::PeekHandle(
+    const std::shared_ptr<const ConnRequest>& request,
+    const std::function<std::shared_ptr<void>()>& make) {
+  if (request->peek_handle == nullptr) {
+    std::shared_ptr<void> handle = make();
+    request->peek_queue = this;
+    request->peek_handle = handle.get();
+    peek_handles_.emplace_back(request, std::move(handle));
+  }
+  return request->peek_handle;
+}
+
+bool EventQueue::ReleasePeekHandle(const ConnRequest& request,
+                                   const void* handle) {
+  if (handle == nullptr || request.peek_handle != handle) return false;
+  EventQueue* q = request.peek_queue;
+  request.peek_queue = nullptr;
+  request.peek_handle = nullptr;
+  auto& held = q->peek_handles_;
+  auto it = std::find_if(held.begin(), held.end(), [handle](const auto& h) {
+    return h.second.get() == handle;
+  });
+  if (it != held.end()) held.erase(it);  // Destroys the handle.
+  return true;
 }
 
 StatusOr<EqEvent> EventQueue::ReadError() {

@@ -9,7 +9,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -21,10 +23,16 @@ class Endpoint;
 
 // A connection request as the listener received it; an accepting endpoint is
 // created from it (fi_info's handle).
+class EventQueue;
+
 struct ConnRequest {
   wire::CmMessage request;
   // Accepted or rejected already (one decision per request).
   mutable bool decided = false;
+  // The handle peeks of this request's event hand out, and the queue that
+  // holds it (EventQueue::PeekHandle); null when there is none.
+  mutable EventQueue* peek_queue = nullptr;
+  mutable const void* peek_handle = nullptr;
 };
 
 // Event numbers are libfabric's.
@@ -45,6 +53,8 @@ struct EqEvent {
 class EventQueue {
  public:
   explicit EventQueue(size_t size) : size_(size) {}
+  // Releases the peek handles still held (see PeekHandle).
+  ~EventQueue();
   EventQueue(const EventQueue&) = delete;
   EventQueue& operator=(const EventQueue&) = delete;
 
@@ -64,6 +74,17 @@ class EventQueue {
   StatusOr<const EqEvent*> Read(bool peek);
   // Removes and returns the head error event; EAGAIN if the head is not one.
   StatusOr<EqEvent> ReadError();
+  // The handle (the API's sf_info) that peeks of `request`'s event hand out:
+  // made by `make` on the first peek, the same one on every later peek, and
+  // owned by this queue: it lives until ReleasePeekHandle gives it back or
+  // the queue is destroyed, whichever comes first, so a caller that peeks
+  // without freeing leaks nothing and one that frees is not refused. (A
+  // consuming read's handle is the caller's alone.)
+  const void* PeekHandle(const std::shared_ptr<const ConnRequest>& request,
+                         const std::function<std::shared_ptr<void>()>& make);
+  // Destroys `handle` if it is `request`'s peek handle, and returns whether
+  // it was; false: the handle is not one of ours.
+  static bool ReleasePeekHandle(const ConnRequest& request, const void* handle);
   void Progress();
   bool empty() const { return events_.empty(); }
   bool full() const { return events_.size() >= size_; }
@@ -78,6 +99,11 @@ class EventQueue {
   EqEvent last_;  // What Read returned last (valid until the next read).
   std::vector<Endpoint*> endpoints_;
   uint64_t dropped_ = 0;
+  // Peek handles held, with their requests (kept alive meanwhile); few: one
+  // per connection request peeked and not freed.
+  std::vector<
+      std::pair<std::shared_ptr<const ConnRequest>, std::shared_ptr<void>>>
+      peek_handles_;
 };
 
 }  // namespace softfab::core

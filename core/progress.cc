@@ -46,8 +46,8 @@ void Endpoint::Progress() {
         --peers_[it->second].sq_outstanding;
       }
       if (kind == kWrRead) {
-        OnReadDone(static_cast<uint32_t>(index),
-                   wc[i].status == tp::WcStatus::kSuccess);
+        OnReadWrDone(static_cast<uint32_t>(index),
+                     wc[i].status == tp::WcStatus::kSuccess);
       } else if (kind == kWrTx) {
         TxOp& op = tx_ops_[index];
         op.send_done = true;

@@ -97,16 +97,26 @@ Status Endpoint::PostRead(uint32_t ri) {
   if (p.state != PeerState::kConnected) {
     return Status(EIO, "connection to the sender is gone");
   }
-  if (p.sq_outstanding >= attr_.tx_size + 8) {
-    return TryAgain("send queue full");
-  }
-  // The READ's scatter list: the piece of each buffer it fills, each under a
-  // registration (the caller's descriptor where it covers, else our own).
-  tp::Sge sges[kIovMax];
-  int num_sge = 0;
   const bool multi = r.flags & kMultiRecv;
   const size_t pieces = multi ? 1 : r.iov_count;
+  // One READ per read_sge_max_ pieces, each from where the previous one's
+  // bytes end in the sender's buffer; posted together or not at all.
+  uint32_t num_sge = 0;
   size_t left = rd.len;
+  for (size_t i = 0; i < pieces && left > 0; ++i) {
+    const size_t n = multi ? left : std::min(left, r.iov[i].iov_len);
+    num_sge += n > 0;
+    left -= n;
+  }
+  const uint32_t num_wrs = (num_sge + read_sge_max_ - 1) / read_sge_max_;
+  if (p.sq_outstanding + num_wrs > attr_.tx_size + 8) {
+    return TryAgain("send queue full");
+  }
+  // The scatter list: the piece of each buffer the READs fill, each under a
+  // registration (the caller's descriptor where it covers, else our own).
+  tp::Sge sges[kIovMax];
+  num_sge = 0;
+  left = rd.len;
   for (size_t i = 0; i < pieces && left > 0; ++i) {
     uint8_t* base = multi ? static_cast<uint8_t*>(rd.buf)
                           : static_cast<uint8_t*>(r.iov[i].iov_base);
@@ -126,18 +136,38 @@ Status Endpoint::PostRead(uint32_t ri) {
     sges[num_sge++] = tp::Sge{at, static_cast<uint32_t>(n), mr->lkey()};
     left -= n;
   }
-  tp::SendWr wr;
-  wr.wr_id = WrId(kWrRead, ri);
-  wr.sg_list = sges;
-  wr.num_sge = num_sge;
-  wr.opcode = tp::WrOpcode::kRdmaRead;
-  wr.send_flags = tp::kSendSignaled;
-  wr.rdma.remote_addr = rd.header.aux;
-  wr.rdma.rkey = rd.header.rkey;
+  tp::SendWr wrs[kIovMax];
+  uint64_t remote = rd.header.aux;
+  for (uint32_t w = 0; w < num_wrs; ++w) {
+    tp::SendWr& wr = wrs[w];
+    wr.wr_id = WrId(kWrRead, ri);
+    wr.sg_list = sges + w * read_sge_max_;
+    wr.num_sge = static_cast<int32_t>(
+        std::min(read_sge_max_, num_sge - w * read_sge_max_));
+    wr.opcode = tp::WrOpcode::kRdmaRead;
+    wr.send_flags = tp::kSendSignaled;
+    wr.rdma.remote_addr = remote;
+    wr.rdma.rkey = rd.header.rkey;
+    wr.next = w + 1 < num_wrs ? &wrs[w + 1] : nullptr;
+    for (int32_t k = 0; k < wr.num_sge; ++k) remote += wr.sg_list[k].length;
+  }
   const tp::SendWr* bad = nullptr;
-  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
-  ++p.sq_outstanding;
+  const Status s = p.qp->PostSend(wrs, &bad);
+  // The READs before a refused one are posted: they complete (the read then
+  // fails as a whole); with none posted the caller fails or retries it.
+  const uint32_t posted =
+      s.ok() ? num_wrs : static_cast<uint32_t>(bad == nullptr ? 0 : bad - wrs);
+  rd.wrs_pending += posted;
+  p.sq_outstanding += posted;
+  if (posted == 0) return s;
+  if (!s.ok()) rd.failed = true;
   return Status::Ok();
+}
+
+void Endpoint::OnReadWrDone(uint32_t ri, bool ok) {
+  Read& rd = reads_[ri];
+  if (!ok) rd.failed = true;
+  if (--rd.wrs_pending == 0) OnReadDone(ri, !rd.failed);
 }
 
 void Endpoint::OnReadDone(uint32_t ri, bool ok) {

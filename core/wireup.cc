@@ -32,7 +32,8 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   init.srq = srq_;
   init.qp_type = tp::QpType::kRc;
   init.cap.max_send_wr = attr_.tx_size + kControlSlots + 8;
-  init.cap.max_send_sge = 1;
+  // Sends and injects use one SGE; rendezvous READs one per receive iovec.
+  init.cap.max_send_sge = read_sge_max_;
   init.cap.max_inline_data =
       attr_.inline_sends ? inline_max_ : wire::kHeaderBytes;
   auto qp = pd_->CreateQp(init);

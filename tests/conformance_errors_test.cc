@@ -121,7 +121,7 @@ TEST_P(ConformanceTest, BadArgumentsAreRefused) {
          return static_cast<ssize_t>(
              sf_av_lookup(f.peers[0].av, 500, buf, &len));
        }(),
-       -SF_ENOENT},
+       -SF_EINVAL},
       {"ep_bind after enable", sf_ep_bind(ep, &f.peers[0].cq->fid, SF_RECV),
        -SF_EOPBADSTATE},
       {"close CQ in use", sf_close(&f.peers[0].cq->fid), -SF_EBUSY},

@@ -219,6 +219,8 @@ int sf_av_insert(struct sf_av* av, const void* addr, size_t count,
                  sf_addr_t* fi_addr, uint64_t flags, void* context);
 int sf_av_remove(struct sf_av* av, sf_addr_t* fi_addr, size_t count,
                  uint64_t flags);
+/* The name at fi_addr; -SF_EINVAL for an address never inserted, removed or
+ * out of range, -SF_ETOOSMALL (size written back) for a short buffer. */
 int sf_av_lookup(struct sf_av* av, sf_addr_t fi_addr, void* addr,
                  size_t* addrlen);
 
@@ -289,9 +291,13 @@ ssize_t sf_cq_readfrom(struct sf_cq* cq, void* buf, size_t count,
 ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
                       uint64_t flags);
 /* Blocking read: drives progress until an entry arrives or `timeout_ms`
- * passes (-SF_ETIMEDOUT). On the simulator the timeout is virtual time; -1
- * waits while anything is pending in the fabric. On verbs it is real time,
- * spent asleep on the domain's completion channel (-1: forever). */
+ * passes (-SF_ETIMEDOUT; 0 looks once). On verbs the timeout is real time,
+ * slept on the domains' completion channels. On the simulator it is virtual
+ * time: the wait runs the fabric's events up to the deadline and no further,
+ * so with nothing arriving by then it returns -SF_ETIMEDOUT with the virtual
+ * clock at exactly its start + timeout_ms (also on an idle fabric). -1 waits
+ * while anything is pending in the fabric: on an idle one it returns
+ * -SF_ETIMEDOUT at once, the clock unmoved (nothing can arrive). */
 ssize_t sf_cq_sread(struct sf_cq* cq, void* buf, size_t count, const void* cond,
                     int timeout_ms);
 
@@ -365,7 +371,9 @@ ssize_t sf_cancel(struct sf_fid* fid, void* context);
 /* Option names and values are libfabric's (fi_endpoint(3)). */
 #define SF_OPT_ENDPOINT 0
 #define SF_OPT_MIN_MULTI_RECV 0 /* size_t */
-#define SF_OPT_CM_DATA_SIZE 1   /* size_t, getopt only */
+/* Private data a connection carries (56): getopt only, on an endpoint or a
+ * passive endpoint (whose only option it is). */
+#define SF_OPT_CM_DATA_SIZE 1 /* size_t */
 /* A buffered receive's SF_MORE entry shows at least this many leading bytes
  * (<= the eager size, 8192): each endpoint announces its value to its peers,
  * and rendezvous requests carry the larger of both sides' values. */
@@ -391,7 +399,12 @@ struct sf_eq_attr {
 };
 struct sf_eq_cm_entry {
   struct sf_fid* fid;
-  struct sf_info* info; /* SF_CONNREQ: free with sf_freeinfo */
+  /* SF_CONNREQ: the request, for sf_endpoint (sf_ep_attr.info) or
+   * sf_reject. A consuming read's is the caller's: free it with sf_freeinfo.
+   * Reads with SF_PEEK all return another one, owned by the event queue
+   * until it is closed (sf_freeinfo releases it sooner; not after the
+   * close). */
+  struct sf_info* info;
   uint8_t data[];       /* private data, as much as the buffer holds */
 };
 struct sf_eq_err_entry {
@@ -412,7 +425,9 @@ ssize_t sf_eq_read(struct sf_eq* eq, uint32_t* event, void* buf, size_t len,
                    uint64_t flags);
 ssize_t sf_eq_readerr(struct sf_eq* eq, struct sf_eq_err_entry* buf,
                       uint64_t flags);
-/* Blocking read; on the simulator the timeout is virtual time (ms). */
+/* Blocking read, timed as sf_cq_sread: real time on verbs; on the simulator
+ * virtual time, ending at exactly start + timeout_ms when no event comes by
+ * then, and -1 ending at once on an idle fabric. */
 ssize_t sf_eq_sread(struct sf_eq* eq, uint32_t* event, void* buf, size_t len,
                     int timeout_ms, uint64_t flags);
 /* A passive endpoint listens for connection requests (fi_passive_ep takes an
@@ -433,6 +448,11 @@ int sf_shutdown(struct sf_ep* ep, uint64_t flags);
 void sf_freeinfo(struct sf_info* info);
 
 /* ---- fi_msg ---- */
+/* Most iovecs one call takes (fi_tx_attr/fi_rx_attr iov_limit), on every
+ * backend and endpoint type; more give -SF_EINVAL. A message above the eager
+ * size is read into all of a receive's iovecs, in as many RDMA READs as the
+ * device's max_sge requires. */
+#define SF_IOV_LIMIT 4
 struct sf_msg {
   const struct iovec* msg_iov;
   void** desc;

@@ -20,9 +20,12 @@
 // - A CQ overrun keeps every completion (in order, in an overflow list), raises
 //   CQ_ERR and moves the QP that overran it to ERROR with QP_FATAL, as hardware
 //   does; nothing vanishes.
-// - Responder errors (receive too small, remote access, local protection on the
-//   receive buffer) move BOTH QPs to ERROR, as the IB spec's class C/D
-//   responder errors do.
+// - Responder errors (remote access, local protection on the receive buffer,
+//   and a receive too small except as the personality says) move BOTH QPs to
+//   ERROR, as the IB spec's class C/D responder errors do.
+// - Where real devices differ (a UD send over the MTU, a receive too small
+//   for an RC or UD message), the HCA follows SimConfig::personality
+//   (internal/personality.h).
 #include "backends/sim/sim_fabric.h"
 
 #include <memory>
@@ -34,6 +37,7 @@ namespace internal {
 
 FabricImpl::FabricImpl(const SimConfig& config)
     : config_(config),
+      quirks_(QuirksOf(config.personality)),
       default_link_(MakeLink(config.default_link)),
       staging_(4096 + kGrhBytes) {
   nodes_.resize(config_.nodes);
@@ -105,6 +109,10 @@ Status ValidateSimConfig(const SimConfig& c) {
       if (!listed)
         return InvalidArgument("a path fault needs that pair in `links`");
     }
+  }
+  if (c.personality != DevicePersonality::kRxe &&
+      c.personality != DevicePersonality::kMlx5) {
+    return InvalidArgument("unknown device personality");
   }
   if (c.max_qp_wr < 1 || c.max_sge < 1 || c.max_cqe < 1 || c.max_srq_wr < 1 ||
       c.max_inline_data > 4096 || c.poll_events_max < 1) {

@@ -87,6 +87,35 @@ struct FaultPlan {
   std::vector<TimedFault> timed_faults;
 };
 
+// Device personalities. Where real devices differ from the IB spec or from
+// each other, the simulated HCA behaves as the device its personality names
+// (backends/sim/README.md, "Device personalities", has the sources):
+//
+//   case                        kRxe (default)           kMlx5
+//   UD send longer than the     nothing sent; completes  LOC_LEN_ERR, QP to SQE
+//   path MTU                    successfully, QP stays   (field reports; not in
+//                               RTS (spec C10-93.1.1)    the driver sources)
+//   RC SEND into a receive too  receive LOC_QP_OP_ERR,   up to 32 bytes:
+//   receive small for it                sender REM_OP_ERR (NAK   LOC_LEN_ERR,
+//   sender
+//                               remote operational       succeeds, QPs
+//                               unchanged error), both QPs to      (scatter to
+//                               CQE); ERROR                    larger: receive
+//                                                        LOC_LEN_ERR, sender
+//                                                        REM_INV_REQ_ERR, both
+//                                                        QPs to ERROR
+//   UD datagram into a receive  receive LOC_QP_OP_ERR,   receive LOC_LEN_ERR,
+//   without room for the GRH    QP to ERROR              QP unchanged
+//   and the payload
+//
+// The default is Soft-RoCE's (rxe), the device the verbs tests run on in CI,
+// so that the simulator agrees with them (tests/device_personality_test.cc
+// runs the same cases on both).
+enum class DevicePersonality : uint8_t {
+  kRxe = 0,   // drivers/infiniband/sw/rxe
+  kMlx5 = 1,  // ConnectX-4 and later: rdma-core providers/mlx5 and the kernel
+};
+
 struct SimConfig {
   int32_t nodes = 2;
   std::vector<SimLinkConfig> links;  // explicit pairs; others use default_link.
@@ -100,6 +129,8 @@ struct SimConfig {
   int32_t max_srq_wr = 16384;
   uint32_t max_inline_data = 256;
   transport::Mtu active_mtu = transport::Mtu::k4096;
+  // How every node's HCA behaves where devices differ (see above).
+  DevicePersonality personality = DevicePersonality::kRxe;
   // Trace: the last trace_capacity events are kept (0 = no trace; the digest is
   // always on).
   uint32_t trace_capacity = 0;
@@ -127,9 +158,12 @@ struct SimConfig {
 //     still subject to rule 3 for CQs that become holding afterwards.
 // So a CQ that is never polled (an ignored send CQ) never holds time; one that
 // stops being polled holds it for at most one round of polls; a poller that
-// spins on one CQ alone loses at most one poll per epoch. Step(), RunUntil()
-// and RunUntilIdle() drive time explicitly and ignore the hold. The rule
-// depends only on the sequence of calls, so runs stay deterministic.
+// spins on one CQ alone loses at most one poll per epoch. Besides the hold, a
+// poll never runs an event later than the poll horizon (SetPollHorizon; none
+// by default), which a wait with a deadline sets so that polling cannot
+// carry the clock past it. Step(), RunUntil() and RunUntilIdle() drive time
+// explicitly and ignore the hold and the horizon. The rule depends only on
+// the sequence of calls, so runs stay deterministic.
 // SimStats::polls_held and hold_releases count rules 3 and 4.
 
 // Completion channels and virtual time. A device's completion channel
@@ -148,7 +182,8 @@ struct SimConfig {
 // events changes nothing the fabric does (digest() included).
 
 // Validates a config: EINVAL for no nodes, links naming unknown nodes,
-// probabilities outside [0, 1], faults naming unknown nodes.
+// probabilities outside [0, 1], faults naming unknown nodes, an unknown
+// personality.
 Status ValidateSimConfig(const SimConfig& config);
 
 enum class TraceKind : uint8_t {
@@ -199,6 +234,17 @@ class SimFabric {
   // ran.
   virtual uint64_t RunUntilIdle(uint64_t events_max = 1ull << 32) = 0;
   virtual uint64_t pending_events() const = 0;
+  // The time of the earliest pending event; UINT64_MAX when none is pending.
+  virtual uint64_t next_event_ns() const = 0;
+  // Polls (the time hold above) run no event later than t_ns: they return
+  // instead, the clock short of it. UINT64_MAX (the default) lifts the
+  // limit. For a wait with a deadline, which steps the fabric up to the
+  // deadline itself (api/completion.cc): a poll inside it must not carry the
+  // clock past the deadline. Step(), RunUntil() and RunUntilIdle() ignore
+  // it. A run in which no poll reaches the horizon is the same run without
+  // it (digest included).
+  virtual void SetPollHorizon(uint64_t t_ns) = 0;
+  virtual uint64_t poll_horizon_ns() const = 0;
   // A 64-bit fold of every event run so far (time, sequence, kind, node, QP,
   // PSN, opcode).
   virtual uint64_t digest() const = 0;

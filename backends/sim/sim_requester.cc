@@ -68,10 +68,18 @@ void QpImpl::Pump() {
           w.mr_checked = dev_->mr_epoch_ + 1;
         }
       }
+      // A UD message longer than the MTU: per the device personality, sent
+      // as nothing and completed successfully (IB C10-93.1.1, rxe), or
+      // failed with LOC_LEN_ERR.
+      bool unsent = false;
       if (init_.qp_type == QpType::kUd && err == WcStatus::kSuccess) {
         if (w.length > f->PathMtu(dev_->node_, w.ud_node) ||
             w.length > transport::MtuBytes(f->config().active_mtu)) {
-          err = WcStatus::kLocLenErr;
+          if (f->quirks().ud_send_over_mtu_is_silent) {
+            unsent = true;
+          } else {
+            err = WcStatus::kLocLenErr;
+          }
         }
       }
       if (err != WcStatus::kSuccess) {
@@ -94,6 +102,12 @@ void QpImpl::Pump() {
       next_psn_ = PsnAdd(next_psn_, w.npkts);
       ++sq_assigned_;
       tx_pkt_ = 0;
+      if (unsent) {
+        // It leaves nothing on the port and completes as the next event.
+        ScheduleUdSendDone(w.seq, f->now());
+        ++tx_wqe_;
+        continue;
+      }
     }
     Ev p{};
     p.src_node = dev_->node_;
@@ -119,12 +133,8 @@ void QpImpl::Pump() {
       }
       const uint64_t seq = w.seq;
       f->Transmit(p, p.length);
-      Ev done{};
-      done.kind = EvKind::kUdSendDone;
-      done.src_node = dev_->node_;
-      done.src_qpn = qp_num();
-      done.wqe_seq = seq;
-      f->Schedule(std::max(f->now(), f->node(dev_->node_).port_free_ns), done);
+      ScheduleUdSendDone(seq,
+                         std::max(f->now(), f->node(dev_->node_).port_free_ns));
       ++tx_wqe_;
       continue;
     }
@@ -171,6 +181,15 @@ void QpImpl::Pump() {
   }
   if (sent && (timer_deadline_ns_ == 0)) ArmTimer();
   if (tx_blocked_) Retire();
+}
+
+void QpImpl::ScheduleUdSendDone(uint64_t seq, uint64_t t_ns) {
+  Ev done{};
+  done.kind = EvKind::kUdSendDone;
+  done.src_node = dev_->node_;
+  done.src_qpn = qp_num();
+  done.wqe_seq = seq;
+  dev_->fabric_->Schedule(t_ns, done);
 }
 
 Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {

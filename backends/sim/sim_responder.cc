@@ -139,7 +139,19 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
       }
       if (qp->active_bytes_ + ev.length > qp->active_capacity_ ||
           (last && ev.offset + ev.length > qp->active_capacity_)) {
-        fail(Syndrome::kNakInvReq, WcStatus::kLocLenErr);
+        // Too small a receive. A message small enough to be scattered to the
+        // CQE (mlx5) is acknowledged and fails in the provider's copy: the
+        // receive alone completes in error. Otherwise a responder error with
+        // the personality's NAK and receive status; both QPs go to ERROR.
+        if (w->length <= quirks_.scatter_to_cqe_bytes) {
+          qp->recv_active_ = false;
+          qp->epsn_ = PsnAdd(qp->epsn_, 1);
+          SendAck(qp, Syndrome::kAck, ev.psn, 0);
+          qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr,
+                                kVendorLocal, &ev);
+          return;
+        }
+        fail(quirks_.rc_recv_too_small_nak, quirks_.rc_recv_too_small);
         return;
       }
       PlaceBytes(qp->active_sges_.data(), qp->active_.num_sge, ev.offset, data,

@@ -88,8 +88,10 @@ inline Status ToInit(tp::QueuePair* qp, uint32_t access = tp::kAccessAll) {
   return qp->Modify(a, mask);
 }
 
-inline Status ToRtr(tp::QueuePair* qp, int remote_node, uint32_t remote_qpn,
-                    const RcParams& p = {}) {
+// INIT -> RTR for an RC QP towards `remote_qpn` at `remote` (these helpers
+// take any transport's QPs; the node-numbered overload is the simulator's).
+inline Status ToRtr(tp::QueuePair* qp, const tp::AhAttr& remote,
+                    uint32_t remote_qpn, const RcParams& p = {}) {
   tp::QpAttr a;
   a.qp_state = tp::QpState::kRtr;
   a.path_mtu = p.mtu;
@@ -97,11 +99,18 @@ inline Status ToRtr(tp::QueuePair* qp, int remote_node, uint32_t remote_qpn,
   a.rq_psn = p.psn;
   a.max_dest_rd_atomic = 4;
   a.min_rnr_timer = p.min_rnr_timer;
-  a.ah_attr.dlid = static_cast<uint16_t>(remote_node + 1);
-  a.ah_attr.port_num = 1;
+  a.ah_attr = remote;
   return qp->Modify(a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu |
                            tp::kQpDestQpn | tp::kQpRqPsn |
                            tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
+}
+
+inline Status ToRtr(tp::QueuePair* qp, int remote_node, uint32_t remote_qpn,
+                    const RcParams& p = {}) {
+  tp::AhAttr remote;
+  remote.dlid = static_cast<uint16_t>(remote_node + 1);
+  remote.port_num = 1;
+  return ToRtr(qp, remote, remote_qpn, p);
 }
 
 inline Status ToRts(tp::QueuePair* qp, const RcParams& p = {}) {
@@ -115,6 +124,17 @@ inline Status ToRts(tp::QueuePair* qp, const RcParams& p = {}) {
   return qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
                            tp::kQpRetryCnt | tp::kQpRnrRetry |
                            tp::kQpMaxQpRdAtomic);
+}
+
+// RESET -> INIT -> RTR -> RTS for a UD QP (Q_Key 0x11111111).
+inline Status UdToRts(tp::QueuePair* qp) {
+  if (Status s = ToInit(qp); !s.ok()) return s;
+  tp::QpAttr a;
+  a.qp_state = tp::QpState::kRtr;
+  if (Status s = qp->Modify(a, tp::kQpState); !s.ok()) return s;
+  a.qp_state = tp::QpState::kRts;
+  a.sq_psn = 1;
+  return qp->Modify(a, tp::kQpState | tp::kQpSqPsn);
 }
 
 // Brings two RC QPs (on nodes na, nb) to RTS, connected to each other.
@@ -198,11 +218,14 @@ inline bool HasEvent(const std::vector<tp::AsyncEvent>& ev,
   return false;
 }
 
-// Two nodes, default links and limits, master seed `seed`.
-inline SimConfig TwoNodes(uint64_t seed = 7) {
+// Two nodes, default links and limits, master seed `seed`, devices of
+// `personality`.
+inline SimConfig TwoNodes(uint64_t seed = 7, DevicePersonality personality =
+                                                 DevicePersonality::kRxe) {
   SimConfig c;
   c.nodes = 2;
   c.master_seed = seed;
+  c.personality = personality;
   return c;
 }
 
@@ -267,6 +290,38 @@ inline tp::QueuePair* QpIn(Endpoint& e, tp::QpType type, tp::QpState s) {
   EXPECT_TRUE(qp->Modify(a, tp::kQpState).ok());
   return qp;
 }
+
+// Two UD QPs in RTS on nodes 0 and 1, and an address handle (by GID) from a to
+// b; Send() sends SEND_WITH_IMM datagrams from qa to qb.
+struct UdPair : TwoEndpoints {
+  tp::QueuePair* qa = nullptr;
+  tp::QueuePair* qb = nullptr;
+  tp::AddressHandle* ah = nullptr;
+
+  explicit UdPair(const SimConfig& c) : TwoEndpoints(c) {
+    qa = QpIn(a, tp::QpType::kUd, tp::QpState::kRts);
+    qb = QpIn(b, tp::QpType::kUd, tp::QpState::kRts);
+    tp::AhAttr ahattr;
+    ahattr.is_global = 1;
+    ahattr.port_num = 1;
+    EXPECT_TRUE(b.dev->QueryGid(1, 0, &ahattr.grh.dgid).ok());
+    ah = Must(a.pd->CreateAh(ahattr));
+  }
+  Status Send(uint64_t wr_id, uint32_t len, uint32_t qkey = 0x11111111) {
+    tp::Sge s = a.Sge(0, len);
+    tp::SendWr wr;
+    wr.wr_id = wr_id;
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = tp::WrOpcode::kSendWithImm;
+    wr.imm_data = 0x1234;
+    wr.ud.ah = ah;
+    wr.ud.remote_qpn = qb->qp_num();
+    wr.ud.remote_qkey = qkey;
+    const tp::SendWr* bad;
+    return qa->PostSend(&wr, &bad);
+  }
+};
 
 }  // namespace softfab::sim::testing
 

@@ -68,8 +68,11 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
     return;
   }
   if (qp->active_capacity_ < kGrhBytes + ev.length) {
-    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr, kVendorLocal,
-                          &ev);
+    // No room for the GRH and the payload: the receive completes in error,
+    // and the QP goes to ERROR too where the personality says so (rxe).
+    qp->CompleteRecvError(qp->active_.wr_id, quirks_.ud_recv_too_small,
+                          kVendorLocal, &ev);
+    if (quirks_.ud_recv_too_small_errors_qp) qp->ToError();
     return;
   }
   // GRH: RoCEv2 over IPv4 leaves the first 20 bytes undefined (poisoned here),

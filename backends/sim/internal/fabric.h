@@ -19,6 +19,7 @@
 #include "backends/sim/internal/event.h"
 #include "backends/sim/internal/event_queue.h"
 #include "backends/sim/internal/link.h"
+#include "backends/sim/internal/personality.h"
 #include "backends/sim/internal/rng.h"
 #include "backends/sim/sim_fabric.h"
 
@@ -53,6 +54,11 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   uint64_t RunUntil(uint64_t t_ns) override;
   uint64_t RunUntilIdle(uint64_t events_max) override;
   uint64_t pending_events() const override { return queue_.size(); }
+  uint64_t next_event_ns() const override {
+    return queue_.empty() ? UINT64_MAX : queue_.TopTime();
+  }
+  void SetPollHorizon(uint64_t t_ns) override { poll_horizon_ns_ = t_ns; }
+  uint64_t poll_horizon_ns() const override { return poll_horizon_ns_; }
   uint64_t digest() const override { return digest_; }
   SimStats stats() const override {
     SimStats s = stats_;
@@ -71,25 +77,30 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   }
 
   // Runs events until `cq` has a completion, nothing is pending, the poll
-  // bound is hit, or the time hold stops it: events at the current time run
-  // freely, but an event later than now runs only if no watched CQ holds
-  // unread completions. If one does, the poll is held (returns with the clock
-  // unchanged) unless `cq` was already held in this read epoch (no completion
-  // has been read anywhere since): then a full round of polls has passed
-  // without the holding CQs being read, so their owners are not reading them;
-  // they are released (unwatched until polled again) and time moves on.
+  // bound is hit, the next event lies past the poll horizon, or the time
+  // hold stops it: events at the current time run freely, but an event later
+  // than now runs only if no watched CQ holds unread completions. If one
+  // does, the poll is held (returns with the clock unchanged) unless `cq` was
+  // already held in this read epoch (no completion has been read anywhere
+  // since): then a full round of polls has passed without the holding CQs
+  // being read, so their owners are not reading them; they are released
+  // (unwatched until polled again) and time moves on.
   // Always inlined into CqImpl::Poll, its one caller, which runs it on every
   // empty poll (bench/instructions_per_message.sh counts it).
   [[gnu::always_inline]] void RunForCq(CqImpl* cq) {
     for (uint32_t i = 0; i < config_.poll_events_max && cq->empty(); ++i) {
       if (queue_.empty()) return;
-      if (!holding_.empty() && queue_.TopTime() > now_ns_) {
-        if (cq->held_epoch_ != read_epoch_) {
-          cq->held_epoch_ = read_epoch_;
-          ++stats_.polls_held;
-          return;
+      if ((!holding_.empty() || poll_horizon_ns_ != UINT64_MAX) &&
+          queue_.TopTime() > now_ns_) {
+        if (queue_.TopTime() > poll_horizon_ns_) return;
+        if (!holding_.empty()) {
+          if (cq->held_epoch_ != read_epoch_) {
+            cq->held_epoch_ = read_epoch_;
+            ++stats_.polls_held;
+            return;
+          }
+          ReleaseHold();
         }
-        ReleaseHold();
       }
       Step();
     }
@@ -129,6 +140,7 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   }
 
   const SimConfig& config() const { return config_; }
+  const Quirks& quirks() const { return quirks_; }
   DeviceImpl* dev(int32_t node) { return nodes_[node].device.get(); }
   Node& node(int32_t n) { return nodes_[n]; }
   uint64_t now() const { return now_ns_; }
@@ -212,6 +224,7 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   }
 
   SimConfig config_;
+  Quirks quirks_;  // of config_.personality
   uint64_t now_ns_ = 0;
   uint64_t digest_ = 0x736f667466616221ull;
   internal::EventQueue<Ev> queue_;
@@ -232,6 +245,7 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   // completions and per release).
   std::vector<CqImpl*> holding_;
   uint64_t read_epoch_ = 0;
+  uint64_t poll_horizon_ns_ = UINT64_MAX;  // SetPollHorizon
 };
 
 }  // namespace softfab::sim::internal

@@ -81,6 +81,8 @@ class QpImpl final : public QueuePair {
            (w.send_flags & transport::kSendSignaled) != 0;
   }
   void Pump();
+  // UD: WR `seq` is done (the send completes, in order) at t_ns.
+  void ScheduleUdSendDone(uint64_t seq, uint64_t t_ns);
   void Retire();
   void GoBack(uint32_t psn);
   void ArmTimer();
