@@ -23,6 +23,8 @@ suites=(
   "regression_test:tests/regression_test:*/verbs"
   "wait_fd_test:tests/wait_fd_test:*/verbs"
   "peer_death_test:tests/peer_death_test:PeerDeathTest.*:*/verbs"
+  "defects_test:tests/defects_test:*/verbs"
+  "verbs_test:api/verbs_test:*/Device:*RunsOnADevice*:SfvDeviceListTest.*"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done

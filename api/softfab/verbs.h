@@ -649,6 +649,23 @@ const char* sfv_event_type_str(enum sfv_event_type event);
 /* ------------------------------------------------------------------ the
  * simulator */
 
+/* Where real devices differ from the IB spec or from each other, the simulated
+ * HCA behaves as Soft-RoCE (rxe) does, the device the verbs tests run on:
+ * - A UD send longer than the path MTU sends nothing and completes
+ *   successfully; the QP stays in RTS (IB C10-93.1.1).
+ * - An RC SEND into a receive too small for it completes the receive with
+ *   SFV_WC_LOC_QP_OP_ERR and the send with SFV_WC_REM_OP_ERR (rxe's NAK, not
+ *   the spec's local length error); both QPs go to SFV_QPS_ERR. Packets of the
+ *   message before the one that overflows are already in the buffer.
+ * - A UD datagram into a receive without room for the 40-byte GRH and the
+ *   payload completes the receive with SFV_WC_LOC_QP_OP_ERR and moves the QP
+ *   to SFV_QPS_ERR.
+ * The C++ SimConfig::personality (backends/sim/sim_fabric.h) offers ConnectX
+ * (mlx5) instead: LOC_LEN_ERR and SQE for the UD send; for the RC case, up to
+ * 32 bytes only the receive fails (LOC_LEN_ERR, scatter to CQE), larger ones
+ * give LOC_LEN_ERR / REM_INV_REQ_ERR and ERROR; the UD receive fails with
+ * LOC_LEN_ERR and the QP stays in RTS. See backends/sim/README.md, "Device
+ * personalities" (tests: tests/device_personality_test.cc, both sides). */
 struct sfv_sim_config {
   int nodes; /* one HCA with one port each */
   uint64_t master_seed;
