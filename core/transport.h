@@ -354,6 +354,18 @@ struct AsyncEvent {  // ibv_async_event; exactly one of the numbers applies per
       0;  // virtual (sim) or monotonic (verbs) time it was raised.
 };
 
+// The address of a port itself (its GID and LID, with a GRH as RoCE needs):
+// what a QP or AH uses to reach another QP on the same device.
+inline AhAttr SelfAddress(const Gid& gid, uint16_t lid) {
+  AhAttr ah;
+  ah.is_global = 1;
+  ah.grh.dgid = gid;
+  ah.grh.hop_limit = 64;
+  ah.dlid = lid;
+  ah.port_num = 1;
+  return ah;
+}
+
 // ---------------------------------------------------------------------------------------
 // Interfaces.
 

@@ -80,15 +80,7 @@ class DevicePersonalityTest : public ::testing::TestWithParam<const char*> {
     return e_.Sge(offset, length);
   }
 
-  tp::AhAttr SelfAddress() const {
-    tp::AhAttr ah;
-    ah.is_global = 1;
-    ah.grh.dgid = gid_;
-    ah.grh.hop_limit = 64;
-    ah.dlid = port_.lid;
-    ah.port_num = 1;
-    return ah;
-  }
+  tp::AhAttr SelfAddress() const { return tp::SelfAddress(gid_, port_.lid); }
 
   // Two RC QPs connected to each other on this device.
   void RcLoop(tp::QueuePair** a, tp::QueuePair** b) {

@@ -123,15 +123,7 @@ class VerbsTest : public ::testing::Test {
   }
 
   // The address of this device's own port (loopback).
-  tp::AhAttr SelfAddress() const {
-    tp::AhAttr ah;
-    ah.is_global = 1;
-    ah.grh.dgid = gid_;
-    ah.grh.hop_limit = 64;
-    ah.dlid = port_.lid;
-    ah.port_num = 1;
-    return ah;
-  }
+  tp::AhAttr SelfAddress() const { return tp::SelfAddress(gid_, port_.lid); }
 
   // RESET -> INIT for an RC QP, remote reads and writes allowed.
   Status ToInit(tp::QueuePair* qp) {
