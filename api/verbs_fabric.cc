@@ -22,10 +22,12 @@ constexpr int kVerbsDomainsMax = 64;
 // (connection-request retries), which no completion announces.
 constexpr int kTimerSliceMs = 10;
 
-int64_t MonotonicMs() {
+// Nanoseconds: a deadline kept in whole milliseconds would let a wait that
+// starts late in a millisecond end up to a millisecond before its timeout.
+int64_t MonotonicNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
 verbs::VerbsOptions OptionsFrom(const sf_fabric_attr& attr) {
@@ -126,7 +128,8 @@ int OpenVerbsDomain(Fabric* f, int node, sf_domain** out, void* context) {
 ssize_t WaitOnChannels(const std::vector<Domain*>& domains, int timeout_ms,
                        const std::function<ssize_t()>& try_read) {
   const int64_t deadline =
-      timeout_ms < 0 ? INT64_MAX : MonotonicMs() + timeout_ms;
+      timeout_ms < 0 ? INT64_MAX
+                     : MonotonicNs() + int64_t{timeout_ms} * 1'000'000;
   std::vector<pollfd> fds;
   while (true) {
     ssize_t n = try_read();
@@ -134,9 +137,11 @@ ssize_t WaitOnChannels(const std::vector<Domain*>& domains, int timeout_ms,
     const bool armed = ArmAll(domains);
     n = try_read();  // what came before the arm raised no event
     if (n != -EAGAIN) return n;
-    const int64_t now = MonotonicMs();
+    const int64_t now = MonotonicNs();
     if (now >= deadline) return Fail(ETIMEDOUT, "timed out");
-    const int64_t left = deadline - now;
+    // poll() sleeps whole milliseconds: round what is left up, so the wait
+    // never ends before its deadline.
+    const int64_t left = (deadline - now + 999'999) / 1'000'000;
     const int slice = armed ? kTimerSliceMs : 1;
     fds.clear();
     for (Domain* d : domains) fds.push_back({d->channel->fd(), POLLIN, 0});
