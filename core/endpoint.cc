@@ -395,14 +395,38 @@ StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
 
 uint64_t Endpoint::SourceOf(uint32_t peer) const {
   const Peer& p = peers_[peer];
-  if (av_ == nullptr) return (uint64_t{1} << 62) | peer;
+  if (av_ == nullptr) return UnknownSource(peer);
   if (p.source_generation != av_->generation()) {
-    // Not in our AV: a source no directed receive can name.
+    // Not in our AV: a placeholder source no directed receive names (until
+    // the peer is inserted: FindUnexpectedFor).
     auto index = av_->Find(p.name);
-    p.source = index ? *index : (uint64_t{1} << 62) | peer;
+    p.source = index ? *index : UnknownSource(peer);
     p.source_generation = av_->generation();
   }
   return p.source;
+}
+
+// A message is keyed by its source as the AV knew it when it arrived. One
+// that came from a peer not yet inserted carries the peer's placeholder; once
+// the peer is inserted, a receive directed to its address takes those too,
+// and before any keyed by the address (they arrived earlier). fi_msg(3):
+// src_addr is the "source address to receive from" for endpoints with
+// FI_DIRECTED_RECV; fabtests' functional/unexpected_msg checks that a message
+// received before fi_av_insert matches a directed receive posted after it.
+std::optional<MessageHandle> Endpoint::FindUnexpectedFor(
+    TagMatcher& m, uint64_t tag, uint64_t ignore, uint64_t source) const {
+  if (source != kAnySource && rx_->av_ != nullptr) {
+    if (auto name = rx_->av_->Lookup(source)) {
+      for (const Endpoint* e : rx_->endpoints_) {
+        auto it = e->peer_by_name_.find(*name);
+        if (it == e->peer_by_name_.end()) continue;
+        auto u = m.FindUnexpected(tag, ignore, UnknownSource(it->second));
+        // Placeholders are per endpoint: take it only if it came to `e`.
+        if (u && rx_->unexpected_[m.message(*u).cookie].ep == e) return u;
+      }
+    }
+  }
+  return m.FindUnexpected(tag, ignore, source);
 }
 
 }  // namespace softfab::core

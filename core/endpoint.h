@@ -325,6 +325,18 @@ class Endpoint {
   StatusOr<uint32_t> PeerFor(uint64_t dest);
   uint32_t FindOrAddPeer(const wire::Name& name);
   uint64_t SourceOf(uint32_t peer) const;
+  // The source a message from `peer` carries while the AV does not hold it
+  // (bit 62 set: never an AV index).
+  static uint64_t UnknownSource(uint32_t peer) {
+    return (uint64_t{1} << 62) | peer;
+  }
+  // The oldest unexpected message in `m` a receive (tag, ignore, source)
+  // takes, counting those that arrived before their sender was in the AV
+  // (keyed then by the sender's placeholder source) as from the address it
+  // was inserted at since.
+  std::optional<MessageHandle> FindUnexpectedFor(TagMatcher& m, uint64_t tag,
+                                                 uint64_t ignore,
+                                                 uint64_t source) const;
 
   // Sending (send.cc).
   // Enabled, and a usable iov list (what every post checks first).

@@ -20,7 +20,7 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   rx_->ProgressAll();  // Look at what has arrived by now.
   std::optional<MessageHandle> found;
   if (peek) {
-    found = m.FindUnexpected(a.tag, a.ignore, source);
+    found = FindUnexpectedFor(m, a.tag, a.ignore, source);
   } else {
     found = m.FindClaimed(ctx);
     if (!found) {

@@ -185,7 +185,7 @@ Status Endpoint::Recv(const RecvArgs& a) {
   // with the CQ slot it just reserved); a multi-recv buffer keeps taking them
   // while the CQ has room for their entries.
   while (!(r.flags & kMultiRecv) || rx_->cq_->HasRoom()) {
-    auto u = m.FindUnexpected(tag, ignore, source);
+    auto u = FindUnexpectedFor(m, tag, ignore, source);
     if (!u) break;
     const uint32_t ui = static_cast<uint32_t>(m.message(*u).cookie);
     Unexpected& un = rx_->unexpected_[ui];
