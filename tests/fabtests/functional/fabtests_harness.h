@@ -71,8 +71,8 @@ inline const char* TypeName(sf_ep_type type) {
 inline ::testing::AssertionResult OpenPair(Fixture& f, const Backend& b,
                                            sf_ep_type type, uint64_t caps = 0,
                                            uint64_t bind_flags = 0) {
-  return f.Open(type == SF_EP_DGRAM ? WithoutFaults(b) : b, 2, bind_flags,
-                caps, 7, type);
+  return f.Open(type == SF_EP_DGRAM ? WithoutFaults(b) : b, 2, bind_flags, caps,
+                7, type);
 }
 
 // Calls `post` until it returns something other than -SF_EAGAIN, driving
@@ -143,8 +143,8 @@ inline ::testing::AssertionResult SameBytes(const void* got,
   for (size_t i = 0; i < want.size(); ++i) {
     if (g[i] != want[i]) {
       return ::testing::AssertionFailure()
-             << "byte " << i << " of " << want.size() << " is "
-             << int{g[i]} << ", expected " << int{want[i]};
+             << "byte " << i << " of " << want.size() << " is " << int{g[i]}
+             << ", expected " << int{want[i]};
     }
   }
   return ::testing::AssertionSuccess();
@@ -175,11 +175,11 @@ inline ssize_t PostInject(sf_ep* ep, bool tagged, const void* buf, size_t len,
 // CQ (of `format`) and an AV of its own, as a new peer at the end of f.peers
 // (its domain left null: the node's own peer owns it). Its AV starts empty;
 // `name` receives its address. Close it with DropPeer before the fixture
-// closes.
-inline ::testing::AssertionResult AddPeer(Fixture& f, int node,
-                                          sf_ep_type type, uint64_t caps,
-                                          sf_cq_format format,
-                                          std::vector<uint8_t>* name) {
+// closes. `op_flags`: the endpoint's default completion level.
+inline ::testing::AssertionResult AddPeer(Fixture& f, int node, sf_ep_type type,
+                                          uint64_t caps, sf_cq_format format,
+                                          std::vector<uint8_t>* name,
+                                          uint64_t op_flags = 0) {
   ::softfab::testing::Peer p;
   sf_domain* domain = f.peers[node].domain;
   sf_cq_attr ca{};
@@ -187,15 +187,15 @@ inline ::testing::AssertionResult AddPeer(Fixture& f, int node,
   sf_ep_attr ea{};
   ea.type = type;
   ea.caps = caps;
+  ea.op_flags = op_flags;
   name->assign(SF_NAME_BYTES, 0);
   size_t len = name->size();
-  const bool failed =
-      sf_cq_open(domain, &ca, &p.cq, nullptr) ||
-      sf_av_open(domain, nullptr, &p.av, nullptr) ||
-      sf_endpoint(domain, &ea, &p.ep, nullptr) ||
-      sf_ep_bind(p.ep, &p.cq->fid, SF_TRANSMIT | SF_RECV) ||
-      sf_ep_bind(p.ep, &p.av->fid, 0) || sf_enable(p.ep) ||
-      sf_getname(&p.ep->fid, name->data(), &len);
+  const bool failed = sf_cq_open(domain, &ca, &p.cq, nullptr) ||
+                      sf_av_open(domain, nullptr, &p.av, nullptr) ||
+                      sf_endpoint(domain, &ea, &p.ep, nullptr) ||
+                      sf_ep_bind(p.ep, &p.cq->fid, SF_TRANSMIT | SF_RECV) ||
+                      sf_ep_bind(p.ep, &p.av->fid, 0) || sf_enable(p.ep) ||
+                      sf_getname(&p.ep->fid, name->data(), &len);
   const std::string why = failed ? sf_last_error() : "";
   f.peers.push_back(p);
   if (failed) return ::testing::AssertionFailure() << "AddPeer: " << why;

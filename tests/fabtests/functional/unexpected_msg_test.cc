@@ -72,9 +72,9 @@ TEST_P(FabtestsUnexpectedMsg, UnknownSourceThenDirectedReceive) {
   size_t len = sizeof client_name;
   ASSERT_EQ(sf_getname(&f.peers[0].ep->fid, client_name, &len), 0);
   sf_addr_t to_client = SF_ADDR_NOTAVAIL;
-  ASSERT_EQ(sf_av_insert(f.peers[server].av, client_name, 1, &to_client, 0,
-                         nullptr),
-            1);
+  ASSERT_EQ(
+      sf_av_insert(f.peers[server].av, client_name, 1, &to_client, 0, nullptr),
+      1);
   ASSERT_EQ(sf_trecv(f.peers[server].ep, in.data(), in.size(), nullptr,
                      to_client, kTag, 0, &rctx),
             0);
@@ -100,7 +100,7 @@ TEST_P(FabtestsUnexpectedMsg, UnknownSourceThenDirectedReceive) {
 struct LoopOptions {
   sf_ep_type type;
   size_t size;
-  bool cq_data;           // -C
+  bool cq_data;            // -C
   bool delivery_complete;  // -U
 };
 
@@ -120,13 +120,14 @@ void RunLoop(Fixture& f, const Backend& b, const LoopOptions& o) {
     for (int j = 0; j < kConcurrent; ++j) {
       out[j] = Pattern(o.size, round * kConcurrent + j);
       iovec iov{out[j].data(), out[j].size()};
-      sf_msg_tagged m{&iov, nullptr,  1, f.peers[0].addr[1], kTag + j, 0,
-                      &sctx[j], o.size};
+      sf_msg_tagged m{&iov,     nullptr, 1,        f.peers[0].addr[1],
+                      kTag + j, 0,       &sctx[j], o.size};
       const uint64_t data_flag = o.cq_data ? SF_REMOTE_CQ_DATA : 0;
-      ASSERT_EQ(Retry(f, [&] {
-                  return sf_tsendmsg(f.peers[0].ep, &m,
-                                     SF_COMPLETION | flags | data_flag);
-                }),
+      ASSERT_EQ(Retry(f,
+                      [&] {
+                        return sf_tsendmsg(f.peers[0].ep, &m,
+                                           SF_COMPLETION | flags | data_flag);
+                      }),
                 0)
           << sf_last_error();
     }
