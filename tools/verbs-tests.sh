@@ -25,6 +25,7 @@ suites=(
   "peer_death_test:tests/peer_death_test:PeerDeathTest.*:*/verbs"
   "defects_test:tests/defects_test:*/verbs"
   "verbs_test:api/verbs_test:*/Device:*RunsOnADevice*:SfvDeviceListTest.*"
+  "fabtests_functional_test:tests/fabtests/functional/functional_test:*/verbs"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done
