@@ -422,6 +422,7 @@ class Endpoint {
 
   // Connection management (wireup.cc).
   Status StartConnect(uint32_t peer);
+  Status ConnectToSelf(uint32_t peer);
   Status SendCm(uint32_t peer, wire::CmType type);
   void OnCm(const uint8_t* bytes, size_t len);
   Status ConnectQp(Peer& peer, uint32_t remote_qpn, uint32_t remote_psn);

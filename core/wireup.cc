@@ -93,6 +93,9 @@ Status Endpoint::StartConnect(uint32_t peer) {
   p.state = PeerState::kConnecting;
   MarkBusy(peer);
   p.retries = 0;
+  if (attr_.type == EndpointType::kRdm && p.name == name_) {
+    return ConnectToSelf(peer);
+  }
   ++stats_.cm_requests;
   // A full CM send queue (many connections starting at once) only delays the
   // request: the retry timer sends it.
@@ -101,6 +104,24 @@ Status Endpoint::StartConnect(uint32_t peer) {
     return s;
   }
   ArmCmTimer(p, device_->clock().NowNs());
+  return Status::Ok();
+}
+
+// An RDM endpoint sending to its own address (fi_getinfo's FI_LOCAL_COMM;
+// fabtests' functional/loopback): no CM exchange, since a request from
+// ourselves is dropped as bogus (OnCm); the RC QP is connected to itself
+// (IB allows a QP as its own destination; rxe loops it back) and grants
+// its own credits, as a peer's request and reply would.
+Status Endpoint::ConnectToSelf(uint32_t peer) {
+  Peer& p = peers_[peer];
+  if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) return s;
+  wire::CmMessage m;
+  m.credit_addr = credits_.word_address(peer);
+  m.credit_rkey = credits_.word_rkey();
+  m.credits = attr_.credits;
+  Credits::Grant(p.credits, m);
+  p.peer_buffered_min = static_cast<uint32_t>(buffered_min_);
+  OnConnected(peer, /*ready=*/true);
   return Status::Ok();
 }
 
