@@ -75,6 +75,12 @@ TEST_P(FabtestsUnexpectedMsg, UnknownSourceThenDirectedReceive) {
   ASSERT_EQ(
       sf_av_insert(f.peers[server].av, client_name, 1, &to_client, 0, nullptr),
       1);
+  // (Beyond the program: a directed peek finds it too.)
+  sf_context peek_ctx{};
+  sf_msg_tagged peek{nullptr, nullptr, 0, to_client, kTag, 0, &peek_ctx, 0};
+  ASSERT_EQ(sf_trecvmsg(f.peers[server].ep, &peek, SF_PEEK), 0);
+  ASSERT_TRUE(Completes(f, server, &peek_ctx, &e));
+  EXPECT_EQ(e.len, second.size());
   ASSERT_EQ(sf_trecv(f.peers[server].ep, in.data(), in.size(), nullptr,
                      to_client, kTag, 0, &rctx),
             0);
