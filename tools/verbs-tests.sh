@@ -25,6 +25,8 @@ suites=(
   "peer_death_test:tests/peer_death_test:PeerDeathTest.*:*/verbs"
   "defects_test:tests/defects_test:*/verbs"
   "verbs_test:api/verbs_test:*/Device:*RunsOnADevice*:SfvDeviceListTest.*"
+  "cq_strerror_test:tests/cq_strerror_test:*/verbs"
+  "buffer_shape_test:tests/buffer_shape_test:*/verbs"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done
