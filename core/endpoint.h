@@ -440,7 +440,8 @@ class Endpoint {
 
   // FI_EP_MSG connections (msg_connection.cc).
   void OnMsgCm(const wire::CmMessage& m);
-  void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len);
+  void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len,
+                 int prov_errno = 0);
   void MsgTimers(uint64_t now);
   // Connect/Accept preconditions (`not_msg`: the error for a wrong type).
   Status CheckStartCm(const char* not_msg, const void* data, size_t len) const;

@@ -33,11 +33,12 @@ Status Endpoint::Listen() {
 }
 
 void Endpoint::PushEvent(uint32_t type, int err, const uint8_t* data,
-                         size_t len) {
+                         size_t len, int prov_errno) {
   if (eq_ == nullptr) return;
   EqEvent e;
   e.type = type;
   e.err = err;
+  e.prov_errno = prov_errno;
   e.fid = user_handle_;
   if (len > 0) e.data.assign(data, data + len);
   eq_->Push(std::move(e));

@@ -229,7 +229,7 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
     if (connected_reported_) {
       PushEvent(kEqShutdown, 0, data, len);  // The connection went away.
     } else {
-      PushEvent(0, err, data, len);  // Connecting failed.
+      PushEvent(0, err, data, len, prov_errno);  // Connecting failed.
     }
   }
   p.failed_err = err;

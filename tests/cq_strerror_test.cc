@@ -154,6 +154,39 @@ TEST_P(CqStrerrorTest, ClosedPeerFailsSendsWithRetryExceeded) {
   EXPECT_TRUE(f.Quiet(0));
 }
 
+// The event queue's error entries carry their cause the same way: an
+// SF_EP_MSG connect to an endpoint that never answers as a listener times out
+// with SF_PROV_PEER_UNREACHABLE.
+TEST_P(CqStrerrorTest, UnansweredConnectNamesItsCause) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  sf_eq* eq = nullptr;
+  ASSERT_EQ(sf_eq_open(f.fabric, nullptr, &eq, nullptr), 0);
+  sf_cq* cq = nullptr;
+  sf_ep* ep = nullptr;
+  ASSERT_TRUE(f.AddEndpoint(0, SF_EP_MSG, {&eq->fid}, true, &cq, &ep));
+  uint8_t name[SF_NAME_BYTES];
+  size_t len = sizeof name;
+  ASSERT_EQ(sf_getname(&f.peers[1].ep->fid, name, &len), 0);  // RDM, not a
+  ASSERT_EQ(sf_connect(ep, name, nullptr, 0), 0);             // listener.
+  uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+  uint32_t event = 0;
+  ssize_t n = -SF_EAGAIN;
+  for (int r = 0; r < 1000000 && n == -SF_EAGAIN; ++r) {
+    n = sf_eq_read(eq, &event, buf, sizeof buf, 0);
+    f.Progress();
+  }
+  ASSERT_EQ(n, -SF_EAVAIL);
+  sf_eq_err_entry x{};
+  ASSERT_EQ(sf_eq_readerr(eq, &x, 0), static_cast<ssize_t>(sizeof x));
+  EXPECT_EQ(x.err, SF_ETIMEDOUT);
+  EXPECT_EQ(x.prov_errno, SF_PROV_PEER_UNREACHABLE);
+  const std::string s = Sentence(cq, x.prov_errno);
+  EXPECT_NE(s.find("connection setup"), std::string::npos) << s;
+  EXPECT_EQ(sf_close(&ep->fid), 0) << sf_last_error();
+  EXPECT_EQ(sf_close(&cq->fid), 0) << sf_last_error();
+  EXPECT_EQ(sf_close(&eq->fid), 0) << sf_last_error();
+}
+
 SOFTFAB_INSTANTIATE_PER_BACKEND(CqStrerrorTest);
 
 // Under the core, on the simulator: the receiver's link goes down once the

@@ -463,7 +463,8 @@ struct sf_eq_err_entry {
   void* context;
   uint64_t data;
   int err; /* SF_ECONNREFUSED (rejected), SF_ETIMEDOUT, SF_EHOSTUNREACH ... */
-  int prov_errno;
+  int prov_errno; /* its cause, numbered as sf_cq_err_entry's (SF_PROV_*):
+                   * sf_cq_strerror gives the sentence */
   void* err_data; /* a rejection's private data; valid until the next read */
   size_t err_data_size;
 };
