@@ -387,6 +387,7 @@ ssize_t sf_eq_readerr(sf_eq* pub, sf_eq_err_entry* buf, uint64_t flags) {
   buf->fid = static_cast<sf_fid*>(ev->fid);
   buf->context = buf->fid ? buf->fid->context : nullptr;
   buf->err = ev->err;
+  buf->prov_errno = ev->prov_errno;
   buf->err_data = eq->err_data.empty() ? nullptr : eq->err_data.data();
   buf->err_data_size = eq->err_data.size();
   return sizeof *buf;

@@ -50,6 +50,9 @@ bool CompletionQueue::PushError(const CqErrEntry& entry, bool reserved) {
     error_head_ = 0;
   }
   errors_.push_back(entry);
+  if (entry.prov_errno == 0) {
+    errors_.back().prov_errno = ProvErrnoOf(entry.err);
+  }
   error_seq_.push_back(next_seq_++);
   return true;
 }

@@ -17,6 +17,7 @@
 #include <functional>
 #include <vector>
 
+#include "core/prov_errno.h"
 #include "core/status.h"
 
 namespace softfab::core {
@@ -40,6 +41,8 @@ struct CqErrEntry {
   uint64_t tag = 0;
   size_t olen = 0;  // Bytes that did not fit (FI_ETRUNC).
   int err = 0;      // Positive error number (FI_E*).
+  // Its cause (core/prov_errno.h). PushError fills in the one `err` implies
+  // when the writer left it 0.
   int prov_errno = 0;
   uint64_t src_addr = ~uint64_t{0};
 };

@@ -265,7 +265,8 @@ class Endpoint {
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
     uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
-    int failed_err = 0;            // Why the peer failed (kFailed).
+    int failed_err = 0;            // Why the peer failed (kFailed),
+    int failed_prov_errno = 0;     // and its cause (core/prov_errno.h).
     // Acks and read-dones waiting for a credit: (op, msg id).
     std::deque<std::pair<wire::Op, uint64_t>> acks;
     std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.
@@ -314,7 +315,8 @@ class Endpoint {
     // read_sge_max_ pieces of the receive (PostRead splits when the device
     // takes fewer SGEs than the receive has iovecs).
     uint32_t wrs_pending = 0;
-    bool failed = false;  // One of them completed in error.
+    bool failed = false;  // One of them completed in error,
+    int prov_errno = 0;   // and why (the first failure's cause).
   };
 
   static bool CanSend(const Peer& p) {
@@ -346,7 +348,9 @@ class Endpoint {
   // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
   StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
   Status PostTx(uint32_t op_index);
-  void CompleteTx(uint32_t op_index, int err);
+  // An error entry carries `prov_errno` (core/prov_errno.h; 0: the one
+  // `err` implies).
+  void CompleteTx(uint32_t op_index, int err, int prov_errno = 0);
   void MaybeFinishTx(uint32_t op_index);
   // Releases tx slot `index` (and its rendezvous registration).
   void FreeTx(uint32_t index);
@@ -369,8 +373,10 @@ class Endpoint {
   void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
                  uint64_t cq_flags);
   void OnReadDone(uint32_t read_index, bool ok);
-  // One READ work request of `read_index` completed; the last one ends it.
-  void OnReadWrDone(uint32_t read_index, bool ok);
+  // One READ work request of `read_index` completed with `status` (a
+  // transport::WcStatus, or the cause a flushed one inherits; 0: success);
+  // the last one ends it.
+  void OnReadWrDone(uint32_t read_index, int status);
   // Posts the READs of `read_index`: all of them, or none (EAGAIN) when the
   // send queue lacks room for them all.
   Status PostRead(uint32_t read_index);
@@ -400,8 +406,10 @@ class Endpoint {
   // Multi-recv bookkeeping after `bytes` more were handed out; true when the
   // buffer was released by it.
   bool ConsumeMulti(uint32_t rx_index, size_t bytes);
-  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
-                  size_t olen);
+  // An error entry carries `prov_errno` (core/prov_errno.h; 0: the one
+  // `err` implies).
+  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err, size_t olen,
+                  int prov_errno = 0);
   // A buffered unexpected message was taken (matched, claimed, discarded).
   void ReleaseUnexpected(uint32_t index);
 
@@ -428,9 +436,11 @@ class Endpoint {
   Status ConnectQp(Peer& peer, uint32_t remote_qpn, uint32_t remote_psn);
   StatusOr<transport::QueuePair*> NewRcQp();
   void OnConnected(uint32_t peer, bool ready);
-  // Marks `peer` failed (its queued sends complete with `err`); on an
-  // FI_EP_MSG endpoint also reports it on the event queue.
-  void FailPeer(uint32_t peer, int err, const wire::CmMessage* cm = nullptr);
+  // Marks `peer` failed (its queued sends complete with `err` and the cause
+  // `prov_errno`, core/prov_errno.h); on an FI_EP_MSG endpoint also reports
+  // it on the event queue.
+  void FailPeer(uint32_t peer, int err, int prov_errno,
+                const wire::CmMessage* cm = nullptr);
   // The next CM retry for `p`, cm_retry_ns after `now`.
   void ArmCmTimer(Peer& p, uint64_t now);
   // Resends the requests of connecting peers whose timer ran out; fails
@@ -443,7 +453,8 @@ class Endpoint {
 
   // FI_EP_MSG connections (msg_connection.cc).
   void OnMsgCm(const wire::CmMessage& m);
-  void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len);
+  void PushEvent(uint32_t type, int err, const uint8_t* data, size_t len,
+                 int prov_errno = 0);
   void MsgTimers(uint64_t now);
   // Connect/Accept preconditions (`not_msg`: the error for a wrong type).
   Status CheckStartCm(const char* not_msg, const void* data, size_t len) const;

@@ -47,7 +47,8 @@ struct EqEvent {
   void* fid = nullptr;  // The endpoint's or listener's user handle.
   std::shared_ptr<const ConnRequest> info;  // kEqConnReq only.
   std::vector<uint8_t> data;                // Connection private data.
-  int err = 0;  // Non-zero: an error event (fi_eq_readerr).
+  int err = 0;         // Non-zero: an error event (fi_eq_readerr),
+  int prov_errno = 0;  // and its cause (core/prov_errno.h).
 };
 
 class EventQueue {

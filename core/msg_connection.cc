@@ -33,11 +33,12 @@ Status Endpoint::Listen() {
 }
 
 void Endpoint::PushEvent(uint32_t type, int err, const uint8_t* data,
-                         size_t len) {
+                         size_t len, int prov_errno) {
   if (eq_ == nullptr) return;
   EqEvent e;
   e.type = type;
   e.err = err;
+  e.prov_errno = prov_errno;
   e.fid = user_handle_;
   if (len > 0) e.data.assign(data, data + len);
   eq_->Push(std::move(e));
@@ -83,7 +84,7 @@ Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
   SetCmData(data, len);
   const uint32_t peer = FindOrAddPeer(to);
   if (Status s = StartConnect(peer); !s.ok()) {
-    FailPeer(peer, EIO);
+    FailPeer(peer, EIO, kProvConnectFailed);
     return s;
   }
   return Status::Ok();
@@ -160,7 +161,7 @@ Status Endpoint::Shutdown() {
   p.retries = 0;
   ArmCmTimer(p, device_->clock().NowNs());
   (void)SendCm(0, wire::CmType::kDisconnect);
-  FailPeer(0, ECONNRESET);
+  FailPeer(0, ECONNRESET, kProvLocalShutdown);
   return Status::Ok();
 }
 
@@ -226,7 +227,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       return;
     case wire::CmType::kReject:
       if (p.state == PeerState::kConnecting && m.request_id == p.request_id) {
-        FailPeer(0, ECONNREFUSED, &m);
+        FailPeer(0, ECONNREFUSED, kProvRejected, &m);
       }
       return;
     case wire::CmType::kReply: {
@@ -238,7 +239,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       }
       if (p.state != PeerState::kConnecting) return;
       if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
-        FailPeer(0, EIO);
+        FailPeer(0, EIO, kProvConnectFailed);
         return;
       }
       // From here on the peer is the accepting endpoint, not the listener.
@@ -265,7 +266,9 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       // A request: answer every one, repeats included (an answer may have
       // been lost). Answers are never answered.
       if (m.from != p.name) return;
-      if (p.state == PeerState::kConnected) FailPeer(0, ECONNRESET);
+      if (p.state == PeerState::kConnected) {
+        FailPeer(0, ECONNRESET, kProvPeerShutdown);
+      }
       (void)SendCm(0, wire::CmType::kDisconnectReply);
       return;
     case wire::CmType::kDisconnectReply:
@@ -316,7 +319,7 @@ void Endpoint::MsgTimers(uint64_t now) {
   // The acceptor repeats its reply until the connector confirms.
   if (now < p.retry_at_ns) return;
   if (++p.retries > attr_.cm_retries_max) {
-    FailPeer(0, ETIMEDOUT);
+    FailPeer(0, ETIMEDOUT, kProvPeerUnreachable);
     return;
   }
   ++stats_.cm_retries;

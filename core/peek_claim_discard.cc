@@ -84,6 +84,7 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     x.len = h.length;
     x.tag = h.tag;
     x.err = EIO;
+    x.prov_errno = kProvEndpointClosed;
     rx_->cq_->PushError(x, /*reserved=*/true);
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);

@@ -45,17 +45,24 @@ void Endpoint::Progress() {
       if (kind != kWrCmSend && it != peer_by_qpn_.end()) {
         --peers_[it->second].sq_outstanding;
       }
+      // A failed work request's cause is its status; one flushed because
+      // the QP had already failed has the cause the first one found.
+      int cause = static_cast<int>(wc[i].status);
+      if (wc[i].status == tp::WcStatus::kWrFlushErr &&
+          it != peer_by_qpn_.end() &&
+          peers_[it->second].failed_prov_errno != 0) {
+        cause = peers_[it->second].failed_prov_errno;
+      }
       if (kind == kWrRead) {
-        OnReadWrDone(static_cast<uint32_t>(index),
-                     wc[i].status == tp::WcStatus::kSuccess);
+        OnReadWrDone(static_cast<uint32_t>(index), cause);
       } else if (kind == kWrTx) {
         TxOp& op = tx_ops_[index];
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
-          CompleteTx(static_cast<uint32_t>(index), EIO);
+          CompleteTx(static_cast<uint32_t>(index), EIO, cause);
           if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
           FreeTx(static_cast<uint32_t>(index));
-          if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO);
+          if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO, cause);
         } else {
           MaybeFinishTx(static_cast<uint32_t>(index));
         }

@@ -86,6 +86,13 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
     peers_[peer].reads_waiting.push_back(ri);
     MarkBusy(peer);
   } else if (!s.ok()) {
+    const Peer& p = peers_[peer];
+    if (p.state == PeerState::kConnected) {
+      rd.prov_errno = kProvPostRefused;
+    } else {
+      rd.prov_errno =
+          p.failed_prov_errno ? p.failed_prov_errno : kProvPeerUnreachable;
+    }
     OnReadDone(ri, false);
   }
 }
@@ -160,13 +167,19 @@ Status Endpoint::PostRead(uint32_t ri) {
   rd.wrs_pending += posted;
   p.sq_outstanding += posted;
   if (posted == 0) return s;
-  if (!s.ok()) rd.failed = true;
+  if (!s.ok() && !rd.failed) {
+    rd.failed = true;
+    rd.prov_errno = kProvPostRefused;
+  }
   return Status::Ok();
 }
 
-void Endpoint::OnReadWrDone(uint32_t ri, bool ok) {
+void Endpoint::OnReadWrDone(uint32_t ri, int status) {
   Read& rd = reads_[ri];
-  if (!ok) rd.failed = true;
+  if (status != 0 && !rd.failed) {
+    rd.failed = true;
+    rd.prov_errno = status;
+  }
   if (--rd.wrs_pending == 0) OnReadDone(ri, !rd.failed);
 }
 
@@ -180,7 +193,7 @@ void Endpoint::OnReadDone(uint32_t ri, bool ok) {
   e.len = rd.len;
   const uint64_t total = rd.header.length;
   const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
-  CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0);
+  CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0, ok ? 0 : rd.prov_errno);
   for (tp::MemoryRegion*& mr : rd.mrs) {
     if (mr) ReleaseMr(mr);
     mr = nullptr;

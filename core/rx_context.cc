@@ -247,7 +247,7 @@ bool Endpoint::ConsumeMulti(uint32_t rx_index, size_t bytes) {
 }
 
 void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
-                          size_t olen) {
+                          size_t olen, int prov_errno) {
   RxOp& r = rx_->ops_[rx_index];
   CqEntry e = entry;
   bool last = true;
@@ -266,7 +266,8 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
   } else if (err == 0) {
     rx_->cq_->Push(e, /*reserved=*/last);
   } else {
-    rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
+    rx_->cq_->PushError(ErrorEntry(e, err, olen, prov_errno),
+                        /*reserved=*/last);
   }
   if (last) {
     r.used = false;

@@ -182,7 +182,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
       p.psn = cm_.NextPsn();
     }
     if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
-      FailPeer(peer, EIO);
+      FailPeer(peer, EIO, kProvConnectFailed);
       return;
     }
     p.answered_id = m.request_id;
@@ -218,7 +218,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   // A reply to our request.
   if (p.state != PeerState::kConnecting || m.request_id != p.request_id) return;
   if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
-    FailPeer(peer, EIO);
+    FailPeer(peer, EIO, kProvConnectFailed);
     return;
   }
   Credits::Grant(p.credits, m);
@@ -229,7 +229,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
 void Endpoint::OnConnected(uint32_t peer, bool ready) {
   // The credits this connection grants are backed by buffers of their own.
   if (!AddBounceChunk().ok()) {
-    FailPeer(peer, ENOMEM);
+    FailPeer(peer, ENOMEM, kProvNoMemory);
     return;
   }
   Peer& p = peers_[peer];
@@ -238,7 +238,8 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
   peer_by_qpn_[p.qp->qp_num()] = peer;
 }
 
-void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
+void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
+                        const wire::CmMessage* cm) {
   Peer& p = peers_[peer];
   const PeerState was = p.state;
   p.state = PeerState::kFailed;
@@ -249,14 +250,15 @@ void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
     if (connected_reported_) {
       PushEvent(kEqShutdown, 0, data, len);  // The connection went away.
     } else {
-      PushEvent(0, err, data, len);  // Connecting failed.
+      PushEvent(0, err, data, len, prov_errno);  // Connecting failed.
     }
   }
   p.failed_err = err;
+  p.failed_prov_errno = prov_errno;
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();
-    CompleteTx(index, err);
+    CompleteTx(index, err, prov_errno);
     FreeTx(index);
   }
   // Sends the transport finished that still wait for the peer's answer (the
@@ -266,7 +268,7 @@ void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
   for (uint32_t index = 0; index < tx_ops_.size(); ++index) {
     TxOp& op = tx_ops_[index];
     if (!op.used || op.peer != peer || !op.send_done) continue;
-    CompleteTx(index, err);
+    CompleteTx(index, err, prov_errno);
     --p.in_flight;
     FreeTx(index);
   }
@@ -283,7 +285,8 @@ void Endpoint::RetryConnects(uint64_t now) {
     Peer& p = peers_[i];
     if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
     if (++p.retries > attr_.cm_retries_max) {
-      FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH);
+      FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH,
+               kProvPeerUnreachable);
       continue;
     }
     ++stats_.cm_retries;

@@ -26,6 +26,8 @@ suites=(
   "defects_test:tests/defects_test:*/verbs"
   "verbs_test:api/verbs_test:*/Device:*RunsOnADevice*:SfvDeviceListTest.*"
   "fabtests_functional_test:tests/fabtests/functional/functional_test:*/verbs"
+  "cq_strerror_test:tests/cq_strerror_test:*/verbs"
+  "buffer_shape_test:tests/buffer_shape_test:*/verbs"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done

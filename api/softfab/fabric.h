@@ -290,6 +290,57 @@ ssize_t sf_cq_readfrom(struct sf_cq* cq, void* buf, size_t count,
                        sf_addr_t* src_addr);
 ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
                       uint64_t flags);
+
+/* sf_cq_err_entry.prov_errno: why the operation failed, beyond `err` (which
+ * says what failed: SF_EIO, SF_ETRUNC, SF_ECANCELED, ...). Two ranges that
+ * never overlap:
+ *  - 1 to SF_PROV_WC_LAST: the status of the work completion that failed it,
+ *    numbered as ibv_wc_status (enum sfv_wc_status in softfab/verbs.h), on
+ *    both backends: 12 transport retries exceeded (the peer or its link is
+ *    gone), 13 receiver not ready retries exceeded, 10 remote access error,
+ *    ... An operation flushed (5) because an earlier one had already failed
+ *    the connection carries that earlier one's cause instead, when known.
+ *  - SF_PROV_OWN_BASE + n: causes softfab's protocol finds itself, below.
+ * 0: no cause beyond `err`. */
+#define SF_PROV_WC_LAST 21
+#define SF_PROV_OWN_BASE 0x1000
+/* The receive buffer was smaller than the message (err SF_ETRUNC; olen). */
+#define SF_PROV_TRUNCATED (SF_PROV_OWN_BASE + 1)
+/* sf_cancel took the operation (err SF_ECANCELED). */
+#define SF_PROV_CANCELED (SF_PROV_OWN_BASE + 2)
+/* An SF_PEEK found no matching message (err SF_ENOMSG). */
+#define SF_PROV_NO_MESSAGE (SF_PROV_OWN_BASE + 3)
+/* The peer never answered the connection setup within the retries (err
+ * SF_EHOSTUNREACH on RDM, SF_ETIMEDOUT on MSG). */
+#define SF_PROV_PEER_UNREACHABLE (SF_PROV_OWN_BASE + 4)
+/* The peer shut the connection down (SF_EP_MSG; err SF_ECONNRESET). */
+#define SF_PROV_PEER_SHUTDOWN (SF_PROV_OWN_BASE + 5)
+/* This side shut the connection down (sf_shutdown; err SF_ECONNRESET). */
+#define SF_PROV_LOCAL_SHUTDOWN (SF_PROV_OWN_BASE + 6)
+/* The peer rejected the connection (sf_reject; err SF_ECONNREFUSED). */
+#define SF_PROV_REJECTED (SF_PROV_OWN_BASE + 7)
+/* The local device refused to bring the connection's queue pair up. */
+#define SF_PROV_CONNECT_FAILED (SF_PROV_OWN_BASE + 8)
+/* No memory (or device resources) for the connection's buffers. */
+#define SF_PROV_NO_MEMORY (SF_PROV_OWN_BASE + 9)
+/* The endpoint a claimed message arrived at was closed before its data was
+ * fetched. */
+#define SF_PROV_ENDPOINT_CLOSED (SF_PROV_OWN_BASE + 10)
+/* The device refused the RDMA READ that fetches a large message. */
+#define SF_PROV_POST_REFUSED (SF_PROV_OWN_BASE + 11)
+#define SF_PROV_OWN_LAST SF_PROV_POST_REFUSED
+
+/* fi_cq_strerror(3): a sentence for an error entry's prov_errno that names
+ * the cause and what to check (for 13: the receiver had no receive posted
+ * ...; post receives or raise rnr_retry). Returns `buf`, holding the sentence
+ * cut to `len` - 1 bytes and NUL-terminated, when `buf` is not NULL and `len`
+ * > 0; else a constant string that lives as long as the program. err_data is
+ * not read (softfab's error entries carry none). Never returns NULL: a `cq`
+ * that is not a completion queue, a prov_errno of neither range or 0 each get
+ * a sentence saying so. Thread-safe; it neither drives progress nor changes
+ * the queue. */
+const char* sf_cq_strerror(struct sf_cq* cq, int prov_errno,
+                           const void* err_data, char* buf, size_t len);
 /* Blocking read: drives progress until an entry arrives or `timeout_ms`
  * passes (-SF_ETIMEDOUT; 0 looks once). On verbs the timeout is real time,
  * slept on the domains' completion channels. On the simulator it is virtual
@@ -412,7 +463,8 @@ struct sf_eq_err_entry {
   void* context;
   uint64_t data;
   int err; /* SF_ECONNREFUSED (rejected), SF_ETIMEDOUT, SF_EHOSTUNREACH ... */
-  int prov_errno;
+  int prov_errno; /* its cause, numbered as sf_cq_err_entry's (SF_PROV_*):
+                   * sf_cq_strerror gives the sentence */
   void* err_data; /* a rejection's private data; valid until the next read */
   size_t err_data_size;
 };

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/completion_queue.h"
+#include "core/prov_errno.h"
 #include "core/status.h"
 #include "core/transport.h"
 #include "core/wire.h"
@@ -95,7 +96,8 @@ inline transport::AhAttr AhAttrFor(const wire::Name& name) {
 }
 
 // The error entry for an operation whose success entry would have been `e`.
-inline CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
+inline CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen,
+                             int prov_errno = 0) {
   CqErrEntry x;
   x.op_context = e.op_context;
   x.flags = e.flags;
@@ -105,6 +107,7 @@ inline CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen) {
   x.tag = e.tag;
   x.olen = olen;
   x.err = err;
+  x.prov_errno = prov_errno;
   x.src_addr = e.src_addr;
   return x;
 }
