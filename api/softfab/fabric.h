@@ -214,7 +214,8 @@ struct sf_av_attr {
 int sf_av_open(struct sf_domain* domain, const struct sf_av_attr* attr,
                struct sf_av** av, void* context);
 /* Inserts `count` names (each SF_NAME_BYTES, back to back); returns how many
- * were inserted, filling fi_addr[i] (SF_ADDR_NOTAVAIL for a refused one). */
+ * were inserted, filling fi_addr[i] (SF_ADDR_NOTAVAIL for a refused one: a
+ * name no endpoint can have, or one that no longer fits the vector). */
 int sf_av_insert(struct sf_av* av, const void* addr, size_t count,
                  sf_addr_t* fi_addr, uint64_t flags, void* context);
 int sf_av_remove(struct sf_av* av, sf_addr_t* fi_addr, size_t count,
