@@ -37,10 +37,18 @@ class Closer {
   std::vector<sf_fid*> fids_;
 };
 
-// Drives every fixture peer and every CQ in `extra` once.
-inline void DriveAll(Fixture& f, const std::vector<sf_cq*>& extra = {}) {
+// Drives every fixture peer, every CQ in `extra` and every event queue in
+// `eqs` (a peek, which consumes nothing) once. A listener is driven only by
+// reading its queue.
+inline void DriveAll(Fixture& f, const std::vector<sf_cq*>& extra = {},
+                     const std::vector<sf_eq*>& eqs = {}) {
   f.Progress();
   for (sf_cq* cq : extra) EXPECT_EQ(sf_cq_read(cq, nullptr, 0), 0);
+  for (sf_eq* eq : eqs) {
+    alignas(sf_eq_cm_entry) uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+    uint32_t event;
+    (void)sf_eq_read(eq, &event, buf, sizeof buf, SF_PEEK);
+  }
 }
 
 // Reads one entry of `cq` (success or error) while driving everything.
@@ -68,14 +76,15 @@ inline ssize_t ReadCq(Fixture& f, sf_cq* cq, sf_cq_tagged_entry* e,
 // everything; returns what sf_eq_read returned last.
 inline ssize_t ReadEq(Fixture& f, sf_eq* eq, uint32_t* event, void* buf,
                       size_t len, uint64_t flags = 0,
-                      const std::vector<sf_cq*>& extra = {}) {
+                      const std::vector<sf_cq*>& extra = {},
+                      const std::vector<sf_eq*>& eqs = {}) {
   ssize_t n = -SF_EAGAIN;
   ::softfab::testing::WaitUntil(
       [&] {
         n = sf_eq_read(eq, event, buf, len, flags);
         return n != -SF_EAGAIN;
       },
-      [&] { DriveAll(f, extra); });
+      [&] { DriveAll(f, extra, eqs); });
   return n;
 }
 
