@@ -22,6 +22,9 @@ struct SetOptions {
   bool shared_cq = false;
   bool shared_av = false;
   bool srx = false;  // One shared receive context (implies a shared CQ).
+  size_t cq_size = 4096;
+  size_t tx_size = 0;  // 0: softfab's default.
+  size_t rx_size = 0;
 };
 
 class EndpointSet {
@@ -38,7 +41,7 @@ class EndpointSet {
     sf_domain* d = f_.peers[node_].domain;
     sf_cq_attr ca{};
     ca.format = SF_CQ_FORMAT_TAGGED;
-    ca.size = 4096;
+    ca.size = o_.cq_size;
     for (int i = 0; i < (o_.shared_cq ? 1 : count_); ++i) {
       sf_cq* cq = nullptr;
       if (sf_cq_open(d, &ca, &cq, nullptr)) return Failure();
@@ -70,6 +73,8 @@ class EndpointSet {
     ea.type = o_.type;
     ea.caps = SF_MSG | SF_TAGGED;
     ea.info = info;
+    ea.tx_size = o_.tx_size;
+    ea.rx_size = o_.rx_size;
     if (sf_endpoint(f_.peers[node_].domain, &ea, &eps_[i], nullptr)) {
       return Failure();
     }
