@@ -91,10 +91,8 @@ TEST_P(FabtestsAvTest, InsertStages) {
   ASSERT_EQ(sf_av_insert(av, name(1), 1, &addr[1], 0, nullptr), 1);
   sf_cq* cq = nullptr;
   sf_ep* ep = nullptr;
-  auto added = f.AddEndpoint(0, SF_EP_RDM, {&av->fid}, false, &cq, &ep);
-  if (cq) closer_.Add(&cq->fid);
-  if (ep) closer_.Add(&ep->fid);
-  ASSERT_TRUE(added);
+  ASSERT_TRUE(
+      AddEndpoint(f, closer_, 0, SF_EP_RDM, {&av->fid}, false, &cq, &ep));
   ASSERT_EQ(sf_av_insert(av, name(2), 1, &addr[2], 0, nullptr), 1);
   ASSERT_EQ(sf_enable(ep), 0) << sf_last_error();
   ASSERT_EQ(sf_av_insert(av, name(3), 1, &addr[3], 0, nullptr), 1);

@@ -38,10 +38,8 @@ TEST_P(FabtestsRdmSharedAv, ChildSendsThroughParentsAv) {
   // The child: an endpoint bound to that AV once it is filled.
   sf_cq* cq = nullptr;
   sf_ep* child = nullptr;
-  auto added = f.AddEndpoint(1, SF_EP_RDM, {&av->fid}, true, &cq, &child);
-  if (cq) closer.Add(&cq->fid);
-  if (child) closer.Add(&child->fid);
-  ASSERT_TRUE(added);
+  ASSERT_TRUE(
+      AddEndpoint(f, closer, 1, SF_EP_RDM, {&av->fid}, true, &cq, &child));
 
   const char message[] = "Hello from Child Client!";
   char in[64] = {};

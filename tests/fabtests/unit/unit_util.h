@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <vector>
 
 #include "api/softfab/fabric.h"
@@ -123,6 +124,18 @@ inline void ExpectMessage(Fixture& f, sf_ep* tx, sf_cq* tx_cq, sf_addr_t dest,
   EXPECT_TRUE(e.flags & SF_SEND);
 }
 
+// The fixture's AddEndpoint, with the CQ and endpoint it opened (even on
+// failure) closed by `closer`.
+inline ::testing::AssertionResult AddEndpoint(
+    Fixture& f, Closer& closer, int node, sf_ep_type type,
+    std::initializer_list<sf_fid*> binds, bool enable, sf_cq** cq, sf_ep** ep,
+    sf_wait_obj wait = SF_WAIT_NONE, sf_info* info = nullptr) {
+  auto added = f.AddEndpoint(node, type, binds, enable, cq, ep, wait, info);
+  if (*cq) closer.Add(&(*cq)->fid);
+  if (*ep) closer.Add(&(*ep)->fid);
+  return added;
+}
+
 // A listening passive endpoint on fixture node 0, its events on `eq`.
 struct Listener {
   sf_eq* eq = nullptr;
@@ -156,11 +169,8 @@ struct MsgEndpoint {
   ::testing::AssertionResult Open(Fixture& f, Closer& closer, int node,
                                   sf_eq* eq, sf_info* info = nullptr,
                                   sf_wait_obj wait = SF_WAIT_NONE) {
-    auto added =
-        f.AddEndpoint(node, SF_EP_MSG, {&eq->fid}, true, &cq, &ep, wait, info);
-    if (cq) closer.Add(&cq->fid);
-    if (ep) closer.Add(&ep->fid);
-    return added;
+    return AddEndpoint(f, closer, node, SF_EP_MSG, {&eq->fid}, true, &cq, &ep,
+                       wait, info);
   }
 };
 
