@@ -409,6 +409,7 @@ class Endpoint {
   void FlushCreditWrites();
 
   // Connection management (wireup.cc).
+  Status ConnectSelf(uint32_t peer);
   Status StartConnect(uint32_t peer);
   Status SendCm(uint32_t peer, wire::CmType type);
   void OnCm(const uint8_t* bytes, size_t len);

@@ -92,6 +92,9 @@ Status Endpoint::StartConnect(uint32_t peer) {
   p.request_id = cm_.NextRequestId();
   p.state = PeerState::kConnecting;
   MarkBusy(peer);
+  if (p.name == name_ && attr_.type == EndpointType::kRdm) {
+    return ConnectSelf(peer);
+  }
   p.retries = 0;
   ++stats_.cm_requests;
   // A full CM send queue (many connections starting at once) only delays the
@@ -101,6 +104,27 @@ Status Endpoint::StartConnect(uint32_t peer) {
     return s;
   }
   ArmCmTimer(p, device_->clock().NowNs());
+  return Status::Ok();
+}
+
+Status Endpoint::ConnectSelf(uint32_t peer) {
+  // An RDM endpoint's own name in its AV (fabtests' loopback): its RC QP is
+  // connected to itself, both ends of the handshake done here, with what the
+  // request and the reply would have carried (OnCm ignores datagrams from
+  // our own name).
+  Peer& p = peers_[peer];
+  if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) {
+    FailPeer(peer, EIO);
+    return s;
+  }
+  wire::CmMessage m;
+  m.credit_addr = credits_.word_address(peer);
+  m.credit_rkey = credits_.word_rkey();
+  m.credits = attr_.credits;
+  p.answered_id = p.request_id;
+  Credits::Grant(p.credits, m);
+  p.peer_buffered_min = static_cast<uint32_t>(buffered_min_);
+  OnConnected(peer, /*ready=*/true);
   return Status::Ok();
 }
 
