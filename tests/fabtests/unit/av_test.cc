@@ -15,7 +15,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsAvTest : public ::softfab::testing::PerBackendTest {
+class FabtestsAvTest : public FabtestsCase {
  protected:
   // Opens `nodes` peers; names_ holds every peer's endpoint name.
   void OpenPeers(int nodes) {
@@ -38,7 +38,6 @@ class FabtestsAvTest : public ::softfab::testing::PerBackendTest {
   }
   const uint8_t* name(int i) const { return &names_[i * SF_NAME_BYTES]; }
 
-  Fixture f;
   Closer closer_;
   std::vector<uint8_t> names_;
 };

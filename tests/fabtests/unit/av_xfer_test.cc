@@ -10,7 +10,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsAvXfer : public ::softfab::testing::PerBackendTest {
+class FabtestsAvXfer : public FabtestsCase {
  protected:
   // Both sides remove the other's address, then insert its name again.
   void RemoveAndReinsert() {
@@ -35,7 +35,6 @@ class FabtestsAvXfer : public ::softfab::testing::PerBackendTest {
   }
 
   using Peer = ::softfab::testing::Peer;
-  Fixture f;
 };
 
 TEST_P(FabtestsAvXfer, AvRemoval) {

@@ -19,7 +19,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsCmData : public ::softfab::testing::PerBackendTest {
+class FabtestsCmData : public FabtestsCase {
  protected:
   void SetUp() override {
     PerBackendTest::SetUp();
@@ -132,7 +132,6 @@ class FabtestsCmData : public ::softfab::testing::PerBackendTest {
     }
   }
 
-  Fixture f;
   Closer closer_;
   Listener server_;
   sf_eq* client_eq_ = nullptr;

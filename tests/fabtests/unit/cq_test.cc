@@ -12,7 +12,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsCqTest : public ::softfab::testing::PerBackendTest {
+class FabtestsCqTest : public FabtestsCase {
  protected:
   // fabtests' create_cq: format unspecified (softfab's default, context),
   // SF_WAIT_UNSPEC first and, should that be refused, no wait object.
@@ -25,8 +25,6 @@ class FabtestsCqTest : public ::softfab::testing::PerBackendTest {
     attr.wait_obj = SF_WAIT_NONE;
     return sf_cq_open(f.peers[0].domain, &attr, cq, nullptr);
   }
-
-  Fixture f;
 };
 
 // cq_open_close_sizes: 0 and 1 to 2^16 entries. fabtests stops quietly at

@@ -11,10 +11,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsDomTest : public ::softfab::testing::PerBackendTest {
- protected:
-  Fixture f;
-};
+class FabtestsDomTest : public FabtestsCase {};
 
 TEST_P(FabtestsDomTest, OpenCloseManyDomains) {
   ASSERT_TRUE(f.Open(backend(), 1));

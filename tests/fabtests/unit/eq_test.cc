@@ -28,7 +28,7 @@ uint64_t MonotonicMs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1'000'000;
 }
 
-class FabtestsEqTest : public ::softfab::testing::PerBackendTest {
+class FabtestsEqTest : public FabtestsCase {
  protected:
   bool sim() const { return backend().backend == SF_BACKEND_SIM; }
 
@@ -82,7 +82,6 @@ class FabtestsEqTest : public ::softfab::testing::PerBackendTest {
     return ev.entry()->data[0];
   }
 
-  Fixture f;
   Closer closer_;
   sf_eq* eq_ = nullptr;
   sf_eq* client_eq_ = nullptr;

@@ -39,10 +39,7 @@ constexpr uint64_t kOffered = SF_MSG | SF_TAGGED | SF_DIRECTED_RECV;
 // (and SF_VARIABLE_MSG, a capability only when asked for).
 constexpr uint64_t kOptional = SF_SEND | SF_RECV;
 
-class FabtestsGetinfoTest : public ::softfab::testing::PerBackendTest {
- protected:
-  Fixture f;
-};
+class FabtestsGetinfoTest : public FabtestsCase {};
 
 // caps1: every combination of the primary capabilities, on every endpoint
 // type: refused with -SF_EINVAL when it holds one softfab does not offer;

@@ -13,10 +13,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsLoopback : public ::softfab::testing::PerBackendTest {
- protected:
-  Fixture f;
-};
+class FabtestsLoopback : public FabtestsCase {};
 
 TEST_P(FabtestsLoopback, GreetingToSelf) {
   ASSERT_TRUE(f.Open(backend(), 1));

@@ -15,10 +15,9 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsMrTest : public ::softfab::testing::PerBackendTest {
+class FabtestsMrTest : public FabtestsCase {
  protected:
   bool verbs() const { return backend().backend == SF_BACKEND_VERBS; }
-  Fixture f;
 };
 
 // mr_reg: every subset of the access bits softfab takes, at sizes from 1 B

@@ -15,7 +15,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsMsgEpoll : public ::softfab::testing::PerBackendTest {
+class FabtestsMsgEpoll : public FabtestsCase {
  protected:
   void TearDown() override {
     if (epfd_ >= 0) close(epfd_);
@@ -54,7 +54,6 @@ class FabtestsMsgEpoll : public ::softfab::testing::PerBackendTest {
     return e;
   }
 
-  Fixture f;
   Closer closer_;
   int epfd_ = -1;
 };

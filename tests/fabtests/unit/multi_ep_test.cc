@@ -15,7 +15,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsMultiEp : public ::softfab::testing::PerBackendTest {
+class FabtestsMultiEp : public FabtestsCase {
  protected:
   static constexpr int kEps = 3;
   static constexpr size_t kSize = 256;  // fabtests' transfer_size here.
@@ -54,8 +54,6 @@ class FabtestsMultiEp : public ::softfab::testing::PerBackendTest {
       for (sf_mr* mr : mrs) EXPECT_EQ(sf_close(&mr->fid), 0);
     }
   }
-
-  Fixture f;
 };
 
 TEST_P(FabtestsMultiEp, RdmOwnCqAndAv) { Run({SF_EP_RDM, false, false}); }

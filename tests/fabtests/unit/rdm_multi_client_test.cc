@@ -12,10 +12,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsRdmMultiClient : public ::softfab::testing::PerBackendTest {
- protected:
-  Fixture f;
-};
+class FabtestsRdmMultiClient : public FabtestsCase {};
 
 TEST_P(FabtestsRdmMultiClient, ClientsComeAndGo) {
   ASSERT_TRUE(f.Open(backend(), 2));

@@ -16,10 +16,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsRdmSharedAv : public ::softfab::testing::PerBackendTest {
- protected:
-  Fixture f;
-};
+class FabtestsRdmSharedAv : public FabtestsCase {};
 
 TEST_P(FabtestsRdmSharedAv, ChildSendsThroughParentsAv) {
   ASSERT_TRUE(f.Open(backend(), 2));

@@ -20,7 +20,7 @@ constexpr int kOps = 100;       // max_opts
 constexpr size_t kSize = 1024;  // fabtests' default transfer size
 constexpr size_t kQueue = 16;   // -T / -X
 
-class FabtestsResmgmt : public ::softfab::testing::PerBackendTest {
+class FabtestsResmgmt : public FabtestsCase {
  protected:
   void Run(sf_ep_type type, bool tagged) {
     ASSERT_TRUE(f.Open(backend(), 2));
@@ -115,8 +115,6 @@ class FabtestsResmgmt : public ::softfab::testing::PerBackendTest {
       landed[j] = true;
     }
   }
-
-  Fixture f;
 };
 
 TEST_P(FabtestsResmgmt, RdmUntagged) { Run(SF_EP_RDM, false); }

@@ -12,7 +12,7 @@
 namespace softfab::fabtests {
 namespace {
 
-class FabtestsSharedCtx : public ::softfab::testing::PerBackendTest {
+class FabtestsSharedCtx : public FabtestsCase {
  protected:
   static constexpr int kEps = 4;  // fabtests' ep_cnt.
 
@@ -26,8 +26,6 @@ class FabtestsSharedCtx : public ::softfab::testing::PerBackendTest {
     client.SendToCounterparts(server, 1024, 1);
     server.SendToCounterparts(client, 1024, 2);
   }
-
-  Fixture f;
 };
 
 TEST_P(FabtestsSharedCtx, RdmSharedRx) { Run(SF_EP_RDM, true); }

@@ -22,6 +22,13 @@ namespace softfab::fabtests {
 using ::softfab::testing::Fixture;
 using ::softfab::testing::Pattern;
 
+// A fabtests program's test, run once per backend (TEST_P on a subclass,
+// instantiated with SOFTFAB_INSTANTIATE_PER_BACKEND), with a fixture.
+class FabtestsCase : public ::softfab::testing::PerBackendTest {
+ protected:
+  Fixture f;
+};
+
 // Closes what it was given, last first, when it goes out of scope.
 class Closer {
  public:
