@@ -328,7 +328,9 @@ enum sf_ep_type {
 };
 struct sf_ep_attr {
   enum sf_ep_type type;
-  uint64_t caps;          /* SF_MSG | SF_TAGGED | SF_DIRECTED_RECV ... */
+  /* SF_MSG | SF_TAGGED | SF_DIRECTED_RECV ...; sf_ep_query reports the
+   * primary ones asked for (SF_MSG and SF_TAGGED when neither was). */
+  uint64_t caps;
   uint64_t op_flags;      /* default completion level (0: transmit-complete) */
   size_t tx_size;         /* 0: 256 */
   size_t rx_size;         /* 0: 256 */
@@ -343,6 +345,8 @@ struct sf_ep_attr {
    * the caller still frees it). NULL for a connecting endpoint. */
   struct sf_info* info;
 };
+/* An endpoint's name, for peers' AVs (an RDM endpoint may also insert its
+ * own and send to itself). */
 #define SF_NAME_BYTES 28
 int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
                 struct sf_ep** ep, void* context);

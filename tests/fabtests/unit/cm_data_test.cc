@@ -162,6 +162,11 @@ TEST_P(FabtestsCmData, RejectAndAcceptCarryData) {
             -SF_EINVAL);
 }
 
+// The shutdown cm_data ends with, alone: both sides call sf_shutdown before
+// either hears of the other's, and each still gets SF_SHUTDOWN (softfab
+// reported it on neither side before).
+TEST_P(FabtestsCmData, CrossingShutdownsReachBothSides) { Accept(1); }
+
 SOFTFAB_INSTANTIATE_PER_BACKEND(FabtestsCmData);
 
 }  // namespace
