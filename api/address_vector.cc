@@ -39,10 +39,16 @@ int sf_av_insert(sf_av* pub, const void* addr, size_t count, sf_addr_t* fi_addr,
   }
   int inserted = 0;
   for (size_t i = 0; i < count; ++i) {
+    const uint8_t* raw = static_cast<const uint8_t*>(addr) + i * SF_NAME_BYTES;
     softfab::wire::Name name;
-    softfab::wire::DecodeName(
-        static_cast<const uint8_t*>(addr) + i * SF_NAME_BYTES, &name);
-    auto index = a->av->Insert(name);
+    softfab::wire::DecodeName(raw, &name);
+    // fi_av(3): a name that fails to insert gets FI_ADDR_NOTAVAIL. No
+    // endpoint has a name with its reserved bytes set or a QP number beyond
+    // the 24 bits of the IB spec's QPN.
+    ::softfab::StatusOr<uint64_t> index =
+        raw[18] != 0 || raw[19] != 0 || name.cm_qpn > 0xFFFFFF
+            ? ::softfab::InvalidArgument("not an endpoint's name (malformed)")
+            : a->av->Insert(name);
     if (fi_addr) fi_addr[i] = index.ok() ? *index : SF_ADDR_NOTAVAIL;
     if (index.ok()) {
       ++inserted;

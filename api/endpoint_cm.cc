@@ -83,6 +83,7 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   if (!ep.ok()) return Fail(ep.status());
   auto* e = NewObject<Ep>(SF_CLASS_EP, context, &d->children);
   if (attr->info != nullptr) e->request = attr->info->request;
+  e->primary_caps = attr->caps & (SF_MSG | SF_TAGGED);
   e->domain = d;
   e->ep = std::move(*ep);
   d->endpoints.push_back(e->ep.get());
@@ -214,7 +215,13 @@ int sf_ep_query(sf_ep* pub, sf_ep_attr* attr) {
       attr->type = SF_EP_DGRAM;
       break;
   }
-  attr->caps = SF_MSG | SF_TAGGED | SF_SEND | SF_RECV | a.caps;
+  // fi_getinfo(3): the primary capabilities asked for and no others (with
+  // none asked for, both), SF_SEND and SF_RECV as their modifiers. The
+  // endpoint takes both kinds of call either way; what it reports is what
+  // the application may rely on.
+  const uint64_t primary =
+      ep->primary_caps ? ep->primary_caps : (SF_MSG | SF_TAGGED);
+  attr->caps = primary | SF_SEND | SF_RECV | a.caps;
   attr->op_flags = a.op_flags;
   attr->tx_size = a.tx_size;
   attr->rx_size = a.rx_size;

@@ -489,10 +489,11 @@ class Endpoint {
   bool listener_ = false;
   EventQueue* eq_ = nullptr;
   void* user_handle_ = nullptr;
-  bool accepted_ = false;            // This side accepted (waits for RTU).
-  bool connected_reported_ = false;  // kEqConnected written.
-  bool shutdown_ = false;            // fi_shutdown called.
-  bool disconnect_pending_ = false;  // Our kDisconnect not yet answered.
+  bool accepted_ = false;                // This side accepted (waits for RTU).
+  bool connected_reported_ = false;      // kEqConnected written.
+  bool shutdown_ = false;                // fi_shutdown called.
+  bool peer_shutdown_reported_ = false;  // The peer's crossing kDisconnect.
+  bool disconnect_pending_ = false;      // Our kDisconnect not yet answered.
   uint8_t cm_data_[wire::kCmDataMax] = {};  // Private data we send.
   uint8_t cm_data_len_ = 0;
   AddressVector* av_ = nullptr;

@@ -268,6 +268,12 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       if (m.from != p.name) return;
       if (p.state == PeerState::kConnected) {
         FailPeer(0, ECONNRESET, kProvPeerShutdown);
+      } else if (shutdown_ && connected_reported_ && !peer_shutdown_reported_) {
+        // fi_cm(3): the peer's fi_shutdown generates FI_SHUTDOWN, also when
+        // ours crossed it (both sides shut down at once, as fabtests'
+        // cm_data does, and each waits for its SF_SHUTDOWN).
+        peer_shutdown_reported_ = true;
+        PushEvent(kEqShutdown, 0, nullptr, 0);
       }
       (void)SendCm(0, wire::CmType::kDisconnectReply);
       return;

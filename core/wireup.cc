@@ -114,11 +114,15 @@ Status Endpoint::StartConnect(uint32_t peer) {
 // its own credits, as a peer's request and reply would.
 Status Endpoint::ConnectToSelf(uint32_t peer) {
   Peer& p = peers_[peer];
-  if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) return s;
+  if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) {
+    FailPeer(peer, EIO, kProvConnectFailed);
+    return s;
+  }
   wire::CmMessage m;
   m.credit_addr = credits_.word_address(peer);
   m.credit_rkey = credits_.word_rkey();
   m.credits = attr_.credits;
+  p.answered_id = p.request_id;
   Credits::Grant(p.credits, m);
   p.peer_buffered_min = static_cast<uint32_t>(buffered_min_);
   OnConnected(peer, /*ready=*/true);

@@ -185,17 +185,20 @@ class Fixture {
 
   // Opens an extra endpoint on peer i's domain with a CQ of its own (tagged
   // format, `wait` object), binds it to the CQ and then to each of `binds`
-  // (an AV, an EQ, a shared context, ...), and enables it if `enable`.
+  // (an AV, an EQ, a shared context, ...), and enables it if `enable`. An
+  // SF_EP_MSG endpoint that accepts is given its request's `info`.
   ::testing::AssertionResult AddEndpoint(int i, sf_ep_type type,
                                          std::initializer_list<sf_fid*> binds,
                                          bool enable, sf_cq** cq, sf_ep** ep,
-                                         sf_wait_obj wait = SF_WAIT_NONE) {
+                                         sf_wait_obj wait = SF_WAIT_NONE,
+                                         sf_info* info = nullptr) {
     sf_cq_attr ca{};
     ca.format = SF_CQ_FORMAT_TAGGED;
     ca.wait_obj = wait;
     sf_ep_attr ea{};
     ea.type = type;
     ea.caps = SF_MSG | SF_TAGGED;
+    ea.info = info;
     if (sf_cq_open(peers[i].domain, &ca, cq, nullptr) ||
         sf_endpoint(peers[i].domain, &ea, ep, nullptr) ||
         sf_ep_bind(*ep, &(*cq)->fid, SF_TRANSMIT | SF_RECV)) {

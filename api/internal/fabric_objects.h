@@ -177,6 +177,9 @@ struct Ep : sf_ep {
   Eq* eq = nullptr;
   // SF_EP_MSG created from an SF_CONNREQ: the request sf_accept takes.
   std::shared_ptr<const core::ConnRequest> request;
+  // The primary capabilities asked for (SF_MSG, SF_TAGGED), which
+  // sf_ep_query reports.
+  uint64_t primary_caps = 0;
 };
 
 // What differs between the backends in an endpoint's attributes: on verbs the

@@ -214,7 +214,8 @@ struct sf_av_attr {
 int sf_av_open(struct sf_domain* domain, const struct sf_av_attr* attr,
                struct sf_av** av, void* context);
 /* Inserts `count` names (each SF_NAME_BYTES, back to back); returns how many
- * were inserted, filling fi_addr[i] (SF_ADDR_NOTAVAIL for a refused one). */
+ * were inserted, filling fi_addr[i] (SF_ADDR_NOTAVAIL for a refused one: a
+ * name no endpoint can have, or one that no longer fits the vector). */
 int sf_av_insert(struct sf_av* av, const void* addr, size_t count,
                  sf_addr_t* fi_addr, uint64_t flags, void* context);
 int sf_av_remove(struct sf_av* av, sf_addr_t* fi_addr, size_t count,
@@ -378,7 +379,9 @@ enum sf_ep_type {
 };
 struct sf_ep_attr {
   enum sf_ep_type type;
-  uint64_t caps;          /* SF_MSG | SF_TAGGED | SF_DIRECTED_RECV ... */
+  /* SF_MSG | SF_TAGGED | SF_DIRECTED_RECV ...; sf_ep_query reports the
+   * primary ones asked for (SF_MSG and SF_TAGGED when neither was). */
+  uint64_t caps;
   uint64_t op_flags;      /* default completion level (0: transmit-complete) */
   size_t tx_size;         /* 0: 256 */
   size_t rx_size;         /* 0: 256 */
@@ -393,6 +396,8 @@ struct sf_ep_attr {
    * the caller still frees it). NULL for a connecting endpoint. */
   struct sf_info* info;
 };
+/* An endpoint's name, for peers' AVs (an RDM endpoint may also insert its
+ * own and send to itself). */
 #define SF_NAME_BYTES 28
 int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
                 struct sf_ep** ep, void* context);
