@@ -10,6 +10,7 @@ build_packages=(
   g++ python3 clang-format           # compiler, test-count script, formatting
   libgtest-dev libgmock-dev libbenchmark-dev
   libuv1-dev libibverbs-dev librdmacm-dev
+  libyaml-cpp-dev                    # scenario files and results (tools/study)
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.
