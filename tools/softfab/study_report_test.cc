@@ -5,36 +5,38 @@
 #include <gtest/gtest.h>
 
 #include "tools/softfab/json_writer.h"
+#include "tools/study/result_json.h"
 
 namespace softfab::cli {
 namespace {
 
-RunRecord Record(uint64_t seed, bool passed, uint64_t latency_ns,
-                 uint64_t retransmissions) {
-  RunRecord r;
+study::SeedResult Record(uint64_t seed, bool passed, uint64_t latency_ns,
+                         uint64_t retransmissions) {
+  study::SeedResult r;
   r.seed = seed;
+  r.scenario = "lossy";
+  r.expected = "ok";
   r.passed = passed;
   r.outcome = passed ? "ok" : "retry_exceeded";
   if (!passed && seed % 2 == 0) {
     r.invariant = "exactly_once";
-    r.why = "message 3 delivered twice";
+    r.invariant_detail = "message 3 delivered twice";
   }
-  r.counters = {
-      {kRetransmissions, retransmissions}, {kRnrNaks, 0}, {kFlushes, seed}};
-  LatencyHistogram h;
-  h.Add(latency_ns, 10);
-  r.phases = {{"eager", h}};
-  r.throughput_bucket_ns = 1000;
-  r.throughput_bytes = {4096, 4096 * seed};
-  r.json = "{\"seed\": " + std::to_string(seed) + "}";
-  r.csv = std::to_string(seed);
+  r.counts.retransmissions = retransmissions;
+  r.counts.flushes = seed;
+  study::LatencyHistogram h;
+  h.phase = "eager";
+  for (int i = 0; i < 10; ++i) h.Add(latency_ns);
+  r.latency = {h};
+  r.throughput.bucket_ns = 1000;
+  r.throughput.bytes = {4096, 4096 * seed};
   return r;
 }
 
 const StudyIdentity kStudy{"lossy", "examples/scenarios/lossy.yaml", "ok"};
 
 TEST(StudyReportTest, SummaryCountsAndWorstSeeds) {
-  std::vector<RunRecord> records = {
+  std::vector<study::SeedResult> records = {
       Record(1, true, 5000, 3), Record(2, false, 100, 9),
       Record(3, true, 90000, 1), Record(4, false, 100, 0)};
   const std::string text = SummaryText(kStudy, records);
@@ -49,24 +51,26 @@ TEST(StudyReportTest, SummaryCountsAndWorstSeeds) {
   EXPECT_LT(s2, s4);
   EXPECT_LT(s4, s3);
   EXPECT_LT(s3, s1);
-  EXPECT_NE(text.find("message 3 delivered twice"), std::string::npos);
+  EXPECT_NE(text.find("broke exactly_once: message 3 delivered twice"),
+            std::string::npos);
   EXPECT_NE(text.find("softfab replay examples/scenarios/lossy.yaml --seed 2"),
             std::string::npos);
 }
 
 TEST(StudyReportTest, JsonHoldsSummaryColumnsAndResults) {
-  std::vector<RunRecord> records = {Record(1, true, 5000, 3),
-                                    Record(2, false, 100, 9)};
+  std::vector<study::SeedResult> records = {Record(1, true, 5000, 3),
+                                            Record(2, false, 100, 9)};
   const std::string json = ResultsJson(kStudy, records);
   EXPECT_EQ(json, ResultsJson(kStudy, records));
-  for (const char* part :
-       {"\"format\": \"softfab-study-1\"", "\"first\": 1, \"last\": 2",
-        "\"runs\": 2, \"passed\": 1, \"failed\": 1",
-        "\"outcomes\": {\"ok\": 1, \"retry_exceeded\": 1}",
-        "\"retransmissions\": {\"mean\": 6, \"max\": 9, \"max_seed\": 2}",
-        "\"bucket_ns\": 1000", "\"mean_mb_per_s\": [4096, 6144]",
-        "\"p90_mb_per_s\": [4096, 8192]", "\"failed_seeds\": [2]",
-        "{\"seed\": 1},\n    {\"seed\": 2}"}) {
+  for (const std::string& part : std::vector<std::string>{
+           "\"format\": \"softfab-study-1\"", "\"first\": 1, \"last\": 2",
+           "\"runs\": 2, \"passed\": 1, \"failed\": 1",
+           "\"outcomes\": {\"ok\": 1, \"retry_exceeded\": 1}",
+           "\"retransmissions\": {\"mean\": 6, \"max\": 9, \"max_seed\": 2}",
+           "\"bucket_ns\": 1000", "\"mean_mb_per_s\": [4096, 6144]",
+           "\"p90_mb_per_s\": [4096, 8192]", "\"failed_seeds\": [2]",
+           "\"results\": [\n    " + study::ResultToJson(records[0]) +
+               ",\n    " + study::ResultToJson(records[1]) + "\n  ]"}) {
     EXPECT_NE(json.find(part), std::string::npos) << part << "\n" << json;
   }
 }
