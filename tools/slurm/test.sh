@@ -62,8 +62,13 @@ record "cluster starts" pass
 echo "== sbatch --wait --array=0-3 examples/softfab_study.sbatch $scenario --seeds $seeds"
 start=$(date +%s)
 SOFTFAB=$softfab timeout 600 sbatch --wait --array=0-3 --output="$work/task-%a.out" \
-  examples/softfab_study.sbatch "$scenario" "$work/array" --seeds "$seeds"
-rc=$?
+  examples/softfab_study.sbatch "$scenario" "$work/array" --seeds "$seeds" |
+  tee "$work/sbatch.out"
+rc=${PIPESTATUS[0]}
+if [ "$rc" -eq 124 ]; then  # timed out: cancel the tasks before the daemons go
+  job=$(awk '/^Submitted batch job/ { print $4 }' "$work/sbatch.out")
+  [ -n "$job" ] && scancel "$job"
+fi
 echo "== array ended after $(($(date +%s) - start)) s with exit $rc"
 shards=()
 for i in 0 1 2 3; do
