@@ -76,6 +76,7 @@ check "failing study reports failures" has "3 failed" "$tmp/out"
 
 # Replay: the digest the study recorded for seed 4, and the trace written.
 digest=$(grep '"seed": 4,' "$tmp/one/seeds.jsonl" | grep -o '"digest": "*[0-9a-fx]*' | grep -o '[0-9a-fx]*$')
+check "the study recorded a digest for seed 4" test -n "$digest"
 check "replay exits 0" exit_code 0 "$softfab" replay "$passing" --seed 4 --trace "$tmp/seed-4.trace"
 check "replay prints the study's digest ($digest)" has "digest .*${digest#0x}" "$tmp/out"
 check "replay wrote the trace" test -s "$tmp/seed-4.trace"
