@@ -157,9 +157,9 @@ def write_html(data, s, out_dir):
     outcomes = ", ".join(f"{html.escape(k)}: {v}"
                          for k, v in sorted(s.get("outcomes", {}).items()))
     counters = "".join(
-        "<tr><td>{}</td><td>{:.4g}</td><td>{}</td><td>{}</td></tr>".format(
+        "<tr><td>{}</td><td>{:,.2f}</td><td>{:,}</td><td>{}</td></tr>".format(
             html.escape(name), c["mean"], c["max"], c["max_seed"])
-        for name, c in sorted(s.get("counters", {}).items()))
+        for name, c in s.get("counters", {}).items())
     figures = "".join(
         '<figure><img src="{0}.svg" alt="{1}"><figcaption>{1} '
         '(<a href="{0}.png">PNG</a>)</figcaption></figure>'.format(name, title)
