@@ -334,7 +334,9 @@ class Endpoint {
   // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
   StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
   Status PostTx(uint32_t op_index);
-  void CompleteTx(uint32_t op_index, int err);
+  // prov_errno: the transport's work-completion status that failed the
+  // operation (transport::WcStatus), reported in the error entry; 0 if none.
+  void CompleteTx(uint32_t op_index, int err, int prov_errno = 0);
   void MaybeFinishTx(uint32_t op_index);
   // Releases tx slot `index` (and its rendezvous registration).
   void FreeTx(uint32_t index);

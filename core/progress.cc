@@ -52,7 +52,8 @@ void Endpoint::Progress() {
         TxOp& op = tx_ops_[index];
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
-          CompleteTx(static_cast<uint32_t>(index), EIO);
+          CompleteTx(static_cast<uint32_t>(index), EIO,
+                     static_cast<int>(wc[i].status));
           if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
           FreeTx(static_cast<uint32_t>(index));
           if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO);

@@ -213,7 +213,7 @@ Status Endpoint::PostTx(uint32_t index) {
   return Status::Ok();
 }
 
-void Endpoint::CompleteTx(uint32_t index, int err) {
+void Endpoint::CompleteTx(uint32_t index, int err, int prov_errno) {
   TxOp& op = tx_ops_[index];
   if (!op.reserved) return;  // Completed already (inject-complete).
   op.reserved = false;       // At most one entry per operation.
@@ -229,6 +229,7 @@ void Endpoint::CompleteTx(uint32_t index, int err) {
     e.op_context = op.context;
     e.flags = op.flags;
     e.err = err;
+    e.prov_errno = prov_errno;
     tx_cq_->PushError(e, /*reserved=*/true);
   }
 }

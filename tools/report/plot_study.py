@@ -82,17 +82,23 @@ def plot_throughput(summary, out_dir):
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     mean = t.get("mean_mb_per_s", [])
     if mean:
-        width_us = t["bucket_ns"] / 1e3
-        xs = [(i + 0.5) * width_us for i in range(len(mean))]
-        ax.fill_between(xs, t["p10_mb_per_s"], t["p90_mb_per_s"], alpha=0.25,
-                        label="p10-p90 over seeds")
-        ax.plot(xs, mean, label="mean over seeds")
-        ax.set_xlim(0, len(mean) * width_us)
+        # Milliseconds once the run is longer than 10 ms, else microseconds.
+        unit, scale = (("ms", 1e6) if t["bucket_ns"] * len(mean) > 1e7
+                       else ("us", 1e3))
+        width = t["bucket_ns"] / scale
+        # Steps: each bucket's average over its width of virtual time.
+        xs = [i * width for i in range(len(mean) + 1)]
+        last = lambda v: list(v) + [v[-1]]
+        ax.fill_between(xs, last(t["p10_mb_per_s"]), last(t["p90_mb_per_s"]),
+                        step="post", alpha=0.25, label="p10-p90 over seeds")
+        ax.step(xs, last(mean), where="post", label="mean over seeds")
+        ax.set_xlim(0, len(mean) * width)
+        ax.set_xlabel(f"virtual time ({unit}; buckets of {width:g} {unit})")
         ax.legend(loc="upper right", fontsize=8)
     else:
         ax.text(0.5, 0.5, "no throughput samples", ha="center",
                 transform=ax.transAxes)
-    ax.set_xlabel("virtual time (us)")
+        ax.set_xlabel("virtual time")
     ax.set_ylabel("delivered (MB/s)")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
@@ -124,7 +130,10 @@ def plot_repairs(per_seed, summary, out_dir):
             a.grid(True, alpha=0.3)
             a.set_ylim(0, top)
             a.yaxis.set_major_locator(MaxNLocator(integer=True))
-        if values:
+        if not any(values):
+            spread.text(0.5, 0.5, "0 in every seed", ha="center",
+                        va="center", transform=spread.transAxes, fontsize=8)
+        else:
             spread.hist(values, bins=min(30, max(values) + 1),
                         orientation="horizontal",
                         range=(-0.5, max(values) + 0.5))
@@ -148,9 +157,9 @@ def write_html(data, s, out_dir):
     outcomes = ", ".join(f"{html.escape(k)}: {v}"
                          for k, v in sorted(s.get("outcomes", {}).items()))
     counters = "".join(
-        "<tr><td>{}</td><td>{:.4g}</td><td>{}</td><td>{}</td></tr>".format(
+        "<tr><td>{}</td><td>{:,.2f}</td><td>{:,}</td><td>{}</td></tr>".format(
             html.escape(name), c["mean"], c["max"], c["max_seed"])
-        for name, c in sorted(s.get("counters", {}).items()))
+        for name, c in s.get("counters", {}).items())
     figures = "".join(
         '<figure><img src="{0}.svg" alt="{1}"><figcaption>{1} '
         '(<a href="{0}.png">PNG</a>)</figcaption></figure>'.format(name, title)

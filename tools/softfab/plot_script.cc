@@ -12,6 +12,14 @@ std::string FindPlotScript() {
   if (const char* env = std::getenv("SOFTFAB_PLOT_SCRIPT")) {
     return access(env, R_OK) == 0 ? env : "";
   }
+  // Inside another target's runfiles (a test running this binary).
+  for (const char* var : {"RUNFILES_DIR", "TEST_SRCDIR"}) {
+    const char* dir = std::getenv(var);
+    if (dir == nullptr) continue;
+    const std::string candidate =
+        std::string(dir) + "/softfab/tools/report/plot_study.py";
+    if (access(candidate.c_str(), R_OK) == 0) return candidate;
+  }
   char self[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return "";

@@ -169,7 +169,7 @@ std::string SummaryText(const StudyIdentity& study,
   add("\n  %-24s %12s %12s %10s\n", "counter per seed", "mean", "max",
       "max seed");
   for (const CounterSummary& c : s.counters) {
-    add("  %-24s %12.6g %12llu %10llu\n", c.name.c_str(), c.mean, ull{c.max},
+    add("  %-24s %12.2f %12llu %10llu\n", c.name.c_str(), c.mean, ull{c.max},
         ull{c.max_seed});
   }
   if (!s.phases.empty()) {

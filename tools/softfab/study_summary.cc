@@ -158,7 +158,8 @@ StudySummary Summarize(const std::vector<study::SeedResult>& results,
     if (!r->invariant.empty()) {
       why = "broke " + r->invariant + ": " + r->invariant_detail;
     } else if (!r->passed) {
-      why = "outcome " + r->outcome + ", expected " + expect + "; " + why;
+      why = "outcome " + r->outcome + ", expected " + expect +
+            (WorstP99Ns(*r) > 0 ? "; " + why : "");
     }
     s.worst.push_back({r->seed, r->outcome, why});
   }

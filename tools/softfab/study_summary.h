@@ -16,8 +16,9 @@
 namespace softfab::cli {
 
 inline constexpr size_t kWorstSeedsMax = 10;
-// Most throughput buckets a summary keeps (adjacent ones are joined).
-inline constexpr size_t kSummaryBucketsMax = 200;
+// Most throughput buckets a summary keeps (adjacent ones are joined): few
+// enough that bursts (a window, then an ack timeout) average out in a plot.
+inline constexpr size_t kSummaryBucketsMax = 60;
 
 struct CounterSummary {
   std::string name;

@@ -1,9 +1,10 @@
 // A SeedResult as one line of JSON (the per-seed records a study writes and
 // its worker processes send back over pipes) and as one CSV row, and back
-// from JSON. Written with yaml-cpp's emitter in JSON-compatible flow style,
-// read with its parser (JSON is YAML), so the study needs one library for
-// scenarios and results alike. The same result always gives the same bytes:
-// keys in a fixed order, integers exact, no floating point.
+// from JSON. Written by a few lines of our own (fixed key order, exact
+// integers, no floating point: the same result always gives the same bytes,
+// which merging shards relies on), read with yaml-cpp's parser (JSON's flow
+// syntax is YAML), so the study needs one library, yaml-cpp, for scenarios
+// and results alike.
 #ifndef SOFTFAB_TOOLS_STUDY_RESULT_JSON_H_
 #define SOFTFAB_TOOLS_STUDY_RESULT_JSON_H_
 
