@@ -11,6 +11,10 @@ build_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libuv1-dev libibverbs-dev librdmacm-dev
   libyaml-cpp-dev                    # scenario files and results (tools/study)
+  libcli11-dev                       # the softfab command line (tools/softfab)
+  python3-matplotlib                 # the study report's plots (tools/report)
+  tshark                             # decodes the simulator's captures (tests/pcap)
+  slurm-wlm munge                    # the one-node cluster of the Slurm test (tools/slurm)
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.
