@@ -14,6 +14,7 @@
 
 #include "api/softfab/fabric.h"
 #include "api/softfab/sim.h"
+#include "backends/sim/sim_pcap.h"
 #include "tools/study/flow_payload.h"
 
 namespace softfab::study {
@@ -181,9 +182,11 @@ class SeedRun {
   sim::SimFabric* sim_ = nullptr;
   std::vector<Node> nodes_;
   std::vector<Flow> flows_;
+  std::unique_ptr<sim::PcapCapture> capture_;  // RunOptions::pcap_path
   std::string cause_;  // the outcome the errors so far name
   bool cancelling_ = false;
   bool idle_at_end_ = false;  // the run ended with nothing pending
+  std::string setup_error_;   // why Setup failed, when not an sf_* call
 };
 
 bool SeedRun::Setup() {
@@ -191,6 +194,15 @@ bool SeedRun::Setup() {
   if (!o_.trace_path.empty()) config.trace_capacity = kTraceCapacity;
   if (sf_sim_fabric_open(config, &fabric_, nullptr) != 0) return false;
   sim_ = sf_sim_fabric(fabric_);
+  if (!o_.pcap_path.empty()) {
+    std::string why;
+    auto capture = sim::PcapCapture::Open(sim_, o_.pcap_path, &why);
+    if (!capture.ok()) {
+      setup_error_ = why;
+      return false;
+    }
+    capture_ = std::move(*capture);
+  }
   const Workload& w = s_.workload;
   const int32_t eps = w.endpoints_per_node;
   const size_t flows_per_ep = static_cast<size_t>(s_.topology.nodes);
@@ -605,6 +617,7 @@ void SeedRun::Finish() {
   } else {
     r_.outcome = kOutcomeOk;
   }
+  if (capture_ && !capture_->Close().ok()) ++r_.counts.errors["pcap_write"];
   if (!o_.trace_path.empty()) {
     if (std::FILE* out = std::fopen(o_.trace_path.c_str(), "w")) {
       std::fprintf(out, "# time_ns seq kind node qp psn opcode\n");
@@ -621,6 +634,7 @@ void SeedRun::Finish() {
 }
 
 void SeedRun::Close() {
+  capture_.reset();  // detaches from the fabric, which must still exist
   if (fabric_ == nullptr) return;
   // Children before parents; a failed close leaks only this run's objects.
   for (Node& n : nodes_) {
@@ -637,7 +651,7 @@ void SeedRun::Close() {
 SeedResult SeedRun::Run() {
   if (!Setup()) {
     r_.outcome = kOutcomeSetupFailed;
-    r_.invariant_detail = sf_last_error();
+    r_.invariant_detail = setup_error_.empty() ? sf_last_error() : setup_error_;
     return r_;
   }
   // The run owns time: polls never run an event later than now (the poll
