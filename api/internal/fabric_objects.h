@@ -95,6 +95,10 @@ struct Domain : sf_domain {
   std::unique_ptr<core::MrCache> mr_cache;
   // Endpoints and listeners on this domain (verbs: armed before sleeping).
   std::vector<core::Endpoint*> endpoints;
+  // RC settings for endpoints created from now on (api/softfab/sim.h,
+  // sf_sim_domain_tune); 0 keeps the core's default.
+  uint8_t tuned_rc_timeout = 0;
+  uint32_t tuned_credits = 0;
 };
 
 struct Cq : sf_cq {
@@ -188,6 +192,8 @@ struct Ep : sf_ep {
 // the scale of real networks (10 ms, for 5 s); on the simulator the defaults
 // stand, so its runs stay as they were.
 inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
+  if (d->tuned_rc_timeout != 0) a->rc_timeout = d->tuned_rc_timeout;
+  if (d->tuned_credits != 0) a->credits = d->tuned_credits;
   if (d->channel == nullptr) return;
   a->channel = d->channel;
   a->mr_cache = d->mr_cache.get();

@@ -1,0 +1,48 @@
+// The simulator extension of the sf_* API (api/softfab/sim.h): a fabric
+// opened from a full SimConfig, the SimFabric under an sf_fabric, and the RC
+// tuning a domain gives the endpoints it creates.
+#include <cerrno>
+
+#include "api/internal/fabric_objects.h"
+#include "api/softfab/sim.h"
+
+namespace softfab {
+
+using fabric_internal::AsDomain;
+using fabric_internal::AsFabric;
+using fabric_internal::Fabric;
+using fabric_internal::Fail;
+
+int sf_sim_fabric_open(const sim::SimConfig& config, sf_fabric** out,
+                       void* context) {
+  if (out == nullptr) return Fail(EINVAL, "fabric must not be NULL");
+  if (const Status s = sim::ValidateSimConfig(config); !s.ok()) return Fail(s);
+  auto sim = sim::CreateSimFabric(config);
+  if (!sim) return Fail(EINVAL, "simulator configuration refused");
+  auto* f =
+      fabric_internal::NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
+  f->sim = std::move(sim);
+  *out = f;
+  return 0;
+}
+
+sim::SimFabric* sf_sim_fabric(sf_fabric* pub) {
+  Fabric* f = AsFabric(pub);
+  return f == nullptr ? nullptr : f->sim.get();
+}
+
+int sf_sim_domain_tune(sf_domain* pub, const sf_sim_ep_tuning& tuning) {
+  fabric_internal::Domain* d = AsDomain(pub);
+  if (d == nullptr) return Fail(EINVAL, "domain must be valid");
+  if (tuning.rc_timeout > 31) {
+    return Fail(EINVAL, "rc_timeout is an IB exponent in [1, 31]");
+  }
+  if (tuning.credits > (1u << 16)) {
+    return Fail(EINVAL, "credits must be at most 65536");
+  }
+  d->tuned_rc_timeout = tuning.rc_timeout;
+  d->tuned_credits = tuning.credits;
+  return 0;
+}
+
+}  // namespace softfab
