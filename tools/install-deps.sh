@@ -13,6 +13,8 @@ build_packages=(
   libyaml-cpp-dev                    # scenario files and results (tools/study)
   libcli11-dev                       # the softfab command line (tools/softfab)
   python3-matplotlib                 # the study report's plots (tools/report)
+  tshark                             # decodes the simulator's captures (tests/pcap)
+  slurm-wlm munge                    # the one-node cluster of the Slurm test (tools/slurm)
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.

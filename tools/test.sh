@@ -83,4 +83,13 @@ if [ "$targets" = "//..." ] && bazel query //backends/sim:sim_digest >/dev/null 
   fi
 fi
 
+# A study sharded as a Slurm array job on a one-node cluster on this machine must equal
+# the same study run here (tools/slurm/test.sh). SOFTFAB_SKIP_SLURM=1 leaves it out.
+if [ "$targets" = "//..." ] && [ "${SOFTFAB_SKIP_SLURM:-0}" != 1 ]; then
+  echo "== Slurm: sharded study against a single run (tools/slurm/test.sh)"
+  bash tools/slurm/test.sh "$results/slurm" 2>&1 | tail -n 40
+  [ -s "$results/slurm" ] ||
+    python3 tools/count_tests.py record "$results/slurm" "slurm test (recorded nothing)" fail
+fi
+
 python3 tools/count_tests.py summarize "$results"

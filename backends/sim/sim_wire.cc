@@ -25,6 +25,8 @@ uint32_t FabricImpl::UdAlloc(uint64_t bytes) {
 
 void FabricImpl::OnPacket(const Ev& ev) {
   Record(TraceKind::kPacketArrive, ev, 0);
+  if (tap_ != nullptr) [[unlikely]]
+    tap_->OnPacket(ev);
   DeviceImpl* d = nodes_[ev.dst_node].device.get();
   QpImpl* qp = d->QpByNum(ev.dst_qpn);
   const bool drop = (ev.flags & kPktCorrupt) != 0 || qp == nullptr ||

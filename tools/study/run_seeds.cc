@@ -1,6 +1,7 @@
 // Runs seeds of a scenario in this process and prints one JSON line each and
 // the CPU time per seed: the quick way to measure RunSeed (the `softfab`
-// command is the product). Usage: run_seeds SCENARIO FIRST COUNT
+// command is the product). Usage: run_seeds SCENARIO FIRST COUNT [TRACE]
+// (TRACE: write the last seed's event trace there).
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -11,8 +12,8 @@
 #include "tools/study/scenario.h"
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s SCENARIO FIRST COUNT\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s SCENARIO FIRST COUNT [TRACE]\n", argv[0]);
     return 2;
   }
   std::string error;
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
   for (uint64_t seed = first; seed < first + count; ++seed) {
     softfab::study::RunOptions o;
     o.seed = seed;
+    if (argc == 5) o.trace_path = argv[4];
     const auto r = softfab::study::RunSeed(*s, o);
     if (!r.passed) ++failed;
     std::printf("%s\n", softfab::study::ResultToJson(r).c_str());

@@ -14,6 +14,7 @@
 
 #include "api/softfab/fabric.h"
 #include "api/softfab/sim.h"
+#include "backends/sim/sim_pcap.h"
 #include "tools/study/flow_payload.h"
 
 namespace softfab::study {
@@ -22,9 +23,6 @@ namespace {
 
 constexpr size_t kReadBatch = 32;
 constexpr uint32_t kTraceCapacity = 1u << 20;
-// Polls of the whole fabric in a row that found nothing to do, before the
-// run checks whether anything is still pending.
-constexpr int kIdleRoundsMax = 64;
 
 // One operation's context (what op_context points at): a send or receive
 // slot of a flow. `busy` while posted; a completion for a slot that is not
@@ -54,16 +52,14 @@ struct Flow {
   std::vector<uint64_t> phase;    // per send slot: the phase it was sent in
 };
 
-struct Endpoint {
-  sf_ep* ep = nullptr;
-  sf_cq* cq = nullptr;
-};
-
+// A node's endpoints share its CQ (endpoints on one shared receive context
+// must bind the same receive CQ).
 struct Node {
   sf_domain* domain = nullptr;
   sf_av* av = nullptr;
+  sf_cq* cq = nullptr;
   sf_ep* srx = nullptr;
-  std::vector<Endpoint> eps;
+  std::vector<sf_ep*> eps;
 };
 
 const char* WcStatusName(int status) {
@@ -155,6 +151,7 @@ class SeedRun {
   void OnRecv(Slot& slot, const sf_cq_tagged_entry& e);
   void OnError(const sf_cq_err_entry& e);
   bool Finished() const;
+  bool AnyBusy() const;
   void CancelReceives();
   void Finish();
   void Close();
@@ -175,7 +172,7 @@ class SeedRun {
   }
   sf_ep* RecvEp(const Flow& f) const {
     const Node& n = nodes_[f.dst];
-    return n.srx ? n.srx : n.eps[f.ep].ep;
+    return n.srx ? n.srx : n.eps[f.ep];
   }
 
   const Scenario& s_;
@@ -185,8 +182,11 @@ class SeedRun {
   sim::SimFabric* sim_ = nullptr;
   std::vector<Node> nodes_;
   std::vector<Flow> flows_;
+  std::unique_ptr<sim::PcapCapture> capture_;  // RunOptions::pcap_path
   std::string cause_;  // the outcome the errors so far name
   bool cancelling_ = false;
+  bool idle_at_end_ = false;  // the run ended with nothing pending
+  std::string setup_error_;   // why Setup failed, when not an sf_* call
 };
 
 bool SeedRun::Setup() {
@@ -194,6 +194,15 @@ bool SeedRun::Setup() {
   if (!o_.trace_path.empty()) config.trace_capacity = kTraceCapacity;
   if (sf_sim_fabric_open(config, &fabric_, nullptr) != 0) return false;
   sim_ = sf_sim_fabric(fabric_);
+  if (!o_.pcap_path.empty()) {
+    std::string why;
+    auto capture = sim::PcapCapture::Open(sim_, o_.pcap_path, &why);
+    if (!capture.ok()) {
+      setup_error_ = why;
+      return false;
+    }
+    capture_ = std::move(*capture);
+  }
   const Workload& w = s_.workload;
   const int32_t eps = w.endpoints_per_node;
   const size_t flows_per_ep = static_cast<size_t>(s_.topology.nodes);
@@ -228,30 +237,30 @@ bool SeedRun::Setup() {
       rx.size = w.srq_depth;
       if (sf_srx_context(n.domain, &rx, &n.srx, nullptr) != 0) return false;
     }
+    sf_cq_attr cq_attr{};
+    cq_attr.size = queue * 4 * eps;
+    cq_attr.format = SF_CQ_FORMAT_TAGGED;
+    if (sf_cq_open(n.domain, &cq_attr, &n.cq, nullptr) != 0) return false;
     for (int32_t e = 0; e < eps; ++e) {
-      Endpoint ep;
-      sf_cq_attr cq_attr{};
-      cq_attr.size = queue * 4;
-      cq_attr.format = SF_CQ_FORMAT_TAGGED;
-      if (sf_cq_open(n.domain, &cq_attr, &ep.cq, nullptr) != 0) return false;
+      sf_ep* ep = nullptr;
       sf_ep_attr attr{};
       attr.type = SF_EP_RDM;
       attr.caps = SF_MSG | SF_TAGGED | SF_DIRECTED_RECV;
       attr.op_flags = op_flags;
       attr.tx_size = queue;
       attr.rx_size = queue;
-      if (sf_endpoint(n.domain, &attr, &ep.ep, nullptr) != 0 ||
-          sf_ep_bind(ep.ep, &ep.cq->fid, SF_SEND | SF_RECV) != 0 ||
-          sf_ep_bind(ep.ep, &n.av->fid, 0) != 0 ||
-          (n.srx && sf_ep_bind(ep.ep, &n.srx->fid, 0) != 0) ||
-          sf_enable(ep.ep) != 0) {
+      if (sf_endpoint(n.domain, &attr, &ep, nullptr) != 0) return false;
+      n.eps.push_back(ep);
+      if (sf_ep_bind(ep, &n.cq->fid, SF_SEND | SF_RECV) != 0 ||
+          sf_ep_bind(ep, &n.av->fid, 0) != 0 ||
+          (n.srx && sf_ep_bind(ep, &n.srx->fid, 0) != 0) ||
+          sf_enable(ep) != 0) {
         return false;
       }
       uint8_t name[SF_NAME_BYTES];
       size_t len = sizeof name;
-      if (sf_getname(&ep.ep->fid, name, &len) != 0) return false;
+      if (sf_getname(&ep->fid, name, &len) != 0) return false;
       names.insert(names.end(), name, name + SF_NAME_BYTES);
-      n.eps.push_back(ep);
     }
   }
   // Every AV holds every endpoint, node-major: address = node * eps + e.
@@ -365,11 +374,11 @@ bool SeedRun::PostSends(Flow& f) {
     const uint64_t data = CqData(f.id, seq);
     ssize_t rc;
     if (w.api == ApiKind::kTagged) {
-      rc = sf_tsenddata(nodes_[f.src].eps[f.ep].ep, slot.buf.data(), len,
-                        nullptr, data, f.dest, f.id, &slot);
+      rc = sf_tsenddata(nodes_[f.src].eps[f.ep], slot.buf.data(), len, nullptr,
+                        data, f.dest, f.id, &slot);
     } else {
-      rc = sf_senddata(nodes_[f.src].eps[f.ep].ep, slot.buf.data(), len,
-                       nullptr, data, f.dest, &slot);
+      rc = sf_senddata(nodes_[f.src].eps[f.ep], slot.buf.data(), len, nullptr,
+                       data, f.dest, &slot);
     }
     if (Refused(rc, slot, "post_send", kOutcomeFlushed)) {
       // Other than EAGAIN: the connection failed before (a post to a failed
@@ -389,6 +398,7 @@ bool SeedRun::PostSends(Flow& f) {
 
 bool SeedRun::PostWork() {
   bool any = false;
+  if (cancelling_) return false;  // the run is ending: nothing new
   for (Flow& f : flows_) any |= PostRecvs(f);
   for (Flow& f : flows_) any |= PostSends(f);
   return any;
@@ -542,6 +552,17 @@ bool SeedRun::ReadCq(sf_cq* cq) {
   }
 }
 
+bool SeedRun::AnyBusy() const {
+  for (const Flow& f : flows_) {
+    for (const auto* slots : {&f.sends, &f.recvs}) {
+      for (const Slot& slot : *slots) {
+        if (slot.busy) return true;
+      }
+    }
+  }
+  return false;
+}
+
 bool SeedRun::Finished() const {
   for (const Flow& f : flows_) {
     for (const Slot& s : f.sends) {
@@ -575,6 +596,9 @@ void SeedRun::Finish() {
     for (const auto* slots : {&f.sends, &f.recvs}) {
       for (const Slot& slot : *slots) {
         if (!slot.busy) continue;
+        // At the deadline an operation may still be under way (an RNR
+        // storm retries forever): that is a stall, not a lost completion.
+        if (!idle_at_end_) continue;
         Break("completion_lost",
               std::string(slot.is_send ? "send of message " : "receive #") +
                   std::to_string(slot.seq) + " of flow " +
@@ -593,6 +617,7 @@ void SeedRun::Finish() {
   } else {
     r_.outcome = kOutcomeOk;
   }
+  if (capture_ && !capture_->Close().ok()) ++r_.counts.errors["pcap_write"];
   if (!o_.trace_path.empty()) {
     if (std::FILE* out = std::fopen(o_.trace_path.c_str(), "w")) {
       std::fprintf(out, "# time_ns seq kind node qp psn opcode\n");
@@ -609,14 +634,13 @@ void SeedRun::Finish() {
 }
 
 void SeedRun::Close() {
+  capture_.reset();  // detaches from the fabric, which must still exist
   if (fabric_ == nullptr) return;
   // Children before parents; a failed close leaks only this run's objects.
   for (Node& n : nodes_) {
-    for (Endpoint& e : n.eps) {
-      if (e.ep) (void)sf_close(&e.ep->fid);
-      if (e.cq) (void)sf_close(&e.cq->fid);
-    }
+    for (sf_ep* e : n.eps) (void)sf_close(&e->fid);
     if (n.srx) (void)sf_close(&n.srx->fid);
+    if (n.cq) (void)sf_close(&n.cq->fid);
     if (n.av) (void)sf_close(&n.av->fid);
     if (n.domain) (void)sf_close(&n.domain->fid);
   }
@@ -627,37 +651,41 @@ void SeedRun::Close() {
 SeedResult SeedRun::Run() {
   if (!Setup()) {
     r_.outcome = kOutcomeSetupFailed;
-    r_.invariant_detail = sf_last_error();
+    r_.invariant_detail = setup_error_.empty() ? sf_last_error() : setup_error_;
     return r_;
   }
+  // The run owns time: polls never run an event later than now (the poll
+  // horizon), so at each instant every node reads what it has before the
+  // clock moves; when a whole round finds nothing to do, the fabric runs
+  // every event of the next instant. Waiting on polls to move time instead
+  // lets one node's empty polls carry the clock past completions another
+  // node has not read yet (to the next timer, often an ack timeout).
   const uint64_t deadline = s_.workload.deadline_ns;
-  int idle = 0;
   bool cancelled = false;
   while (true) {
+    sim_->SetPollHorizon(Now());
     bool progress = PostWork();
-    for (Node& n : nodes_) {
-      for (Endpoint& e : n.eps) progress |= ReadCq(e.cq);
-    }
-    if (!cancelled && (Finished() || Now() >= deadline)) {
+    for (Node& n : nodes_) progress |= ReadCq(n.cq);
+    if (!cancelled && Finished()) {
       // Every flow is done or stopped: receives still posted (for messages
       // that will never come) are cancelled, and must complete as such.
       CancelReceives();
       cancelled = true;
-      idle = 0;
       continue;
     }
-    if (progress) {
-      idle = 0;
-      continue;
-    }
-    if (++idle < kIdleRoundsMax) continue;
-    idle = 0;
-    if (sim_->pending_events() == 0 || Now() >= deadline) {
+    if (cancelled && !AnyBusy()) break;
+    if (progress) continue;
+    const uint64_t next = sim_->next_event_ns();
+    if (next == UINT64_MAX || next > deadline) {
+      idle_at_end_ = next == UINT64_MAX;
       if (cancelled) break;
       CancelReceives();
       cancelled = true;
+      continue;
     }
+    sim_->RunUntil(next);
   }
+  sim_->SetPollHorizon(UINT64_MAX);
   Finish();
   r_.passed = r_.invariant.empty() && r_.outcome == s_.expect;
   return r_;

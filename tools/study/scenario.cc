@@ -551,6 +551,24 @@ sim::SimConfig SimConfigFor(const Scenario& scenario, uint64_t seed) {
   c.master_seed = seed;
   c.default_link = link(t.default_link);
   for (const LinkSpec& l : t.links) c.links.push_back(link(l));
+  // A link fault on one path (peer set) needs that pair's own link entry:
+  // pairs the file leaves to the default link get a copy of it.
+  for (const sim::TimedFault& f : scenario.faults.timed_faults) {
+    if (f.peer_node < 0 || (f.kind != sim::TimedFaultKind::kLinkDown &&
+                            f.kind != sim::TimedFaultKind::kLinkUp)) {
+      continue;
+    }
+    const bool listed =
+        std::any_of(c.links.begin(), c.links.end(), [&](const auto& l) {
+          return (l.node_a == f.node && l.node_b == f.peer_node) ||
+                 (l.node_b == f.node && l.node_a == f.peer_node);
+        });
+    if (listed) continue;
+    sim::SimLinkConfig pair = c.default_link;
+    pair.node_a = f.node;
+    pair.node_b = f.peer_node;
+    c.links.push_back(pair);
+  }
   c.faults = scenario.faults;
   c.max_srq_wr = t.max_srq_wr;
   c.personality = t.personality;

@@ -88,7 +88,7 @@ struct Workload {
   int32_t target = 0;  // kIncast: the receiving node.
   // A run stops (outcome "stalled") when the fabric is idle, or this much
   // virtual time passes, without every operation complete.
-  uint64_t deadline_ns = 60'000'000'000ull;
+  uint64_t deadline_ns = 10'000'000'000ull;
 };
 
 // ---- Phases ----

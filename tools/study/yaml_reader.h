@@ -211,6 +211,10 @@ class Reader {
 
   bool Duration(const YAML::Node& n, const std::string& field, uint64_t lo,
                 uint64_t hi, uint64_t* out) {
+    if (n.IsScalar() && n.Scalar() == "0" && lo == 0) {  // needs no unit
+      *out = 0;
+      return true;
+    }
     return Quantity(n, field, kDurationUnits, false,
                     "a duration with a unit (ns, us, ms, s) in ns", lo, hi,
                     out);

@@ -19,6 +19,7 @@
 #include "backends/sim/internal/event.h"
 #include "backends/sim/internal/event_queue.h"
 #include "backends/sim/internal/link.h"
+#include "backends/sim/internal/packet_tap.h"
 #include "backends/sim/internal/personality.h"
 #include "backends/sim/internal/rng.h"
 #include "backends/sim/sim_fabric.h"
@@ -182,6 +183,11 @@ class FabricImpl final : public SimFabric, public transport::Clock {
 
   uint8_t* staging() { return staging_.data(); }
 
+  // The wire tap (at most one; nullptr detaches). Not owned: the caller
+  // detaches it before destroying it.
+  PacketTap* tap() const { return tap_; }
+  void SetTap(PacketTap* tap) { tap_ = tap; }
+
   // UD payload pool.
   uint32_t UdAlloc(uint64_t bytes);
   UdBuffer& Ud(uint32_t slot) { return ud_pool_[slot]; }
@@ -246,6 +252,7 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   std::vector<CqImpl*> holding_;
   uint64_t read_epoch_ = 0;
   uint64_t poll_horizon_ns_ = UINT64_MAX;  // SetPollHorizon
+  PacketTap* tap_ = nullptr;               // SetTap
 };
 
 }  // namespace softfab::sim::internal
