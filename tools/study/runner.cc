@@ -16,6 +16,7 @@
 #include "api/softfab/sim.h"
 #include "backends/sim/sim_pcap.h"
 #include "tools/study/flow_payload.h"
+#include "tools/study/msg_wiring.h"
 
 namespace softfab::study {
 
@@ -42,6 +43,8 @@ struct Flow {
   int32_t src = 0, dst = 0, ep = 0;
   sf_addr_t dest = 0;        // the receiver's endpoint, in the sender's AV
   sf_addr_t source = 0;      // the sender's endpoint, in the receiver's AV
+  sf_ep* send_ep = nullptr;  // the sender's endpoint
+  sf_ep* recv_ep = nullptr;  // where receives are posted (or the SRX)
   uint64_t sent_posted = 0;  // next seq to send
   uint64_t recv_posted = 0;  // next receive posting index
   uint64_t recv_low = 0;     // lowest receive index not yet completed
@@ -143,6 +146,7 @@ class SeedRun {
  private:
   bool Setup();
   void BuildFlows();
+  bool ConnectFlows(const sf_ep_attr& attr);  // SF_EP_MSG: one pair per flow
   bool PostWork();
   bool PostSends(Flow& f);
   bool PostRecvs(Flow& f);
@@ -170,10 +174,6 @@ class SeedRun {
     while (p + 1 < s_.phases.size() && s_.phases[p + 1].start_ns <= t) ++p;
     return p;
   }
-  sf_ep* RecvEp(const Flow& f) const {
-    const Node& n = nodes_[f.dst];
-    return n.srx ? n.srx : n.eps[f.ep];
-  }
 
   const Scenario& s_;
   const RunOptions& o_;
@@ -181,6 +181,8 @@ class SeedRun {
   sf_fabric* fabric_ = nullptr;
   sim::SimFabric* sim_ = nullptr;
   std::vector<Node> nodes_;
+  std::vector<MsgNode> msg_nodes_;  // SF_EP_MSG only
+  std::vector<MsgPair> msg_pairs_;
   std::vector<Flow> flows_;
   std::unique_ptr<sim::PcapCapture> capture_;  // RunOptions::pcap_path
   std::string cause_;  // the outcome the errors so far name
@@ -221,6 +223,12 @@ bool SeedRun::Setup() {
       op_flags = SF_MATCH_COMPLETE;
       break;
   }
+  sf_ep_attr attr{};
+  attr.type = SF_EP_RDM;
+  attr.caps = SF_MSG | SF_TAGGED | SF_DIRECTED_RECV;
+  attr.op_flags = op_flags;
+  attr.tx_size = queue;
+  attr.rx_size = queue;
   nodes_.resize(s_.topology.nodes);
   std::vector<uint8_t> names;
   for (int32_t i = 0; i < s_.topology.nodes; ++i) {
@@ -241,14 +249,9 @@ bool SeedRun::Setup() {
     cq_attr.size = queue * 4 * eps;
     cq_attr.format = SF_CQ_FORMAT_TAGGED;
     if (sf_cq_open(n.domain, &cq_attr, &n.cq, nullptr) != 0) return false;
+    if (w.ep == EndpointKind::kMsg) continue;  // connected per flow, below
     for (int32_t e = 0; e < eps; ++e) {
       sf_ep* ep = nullptr;
-      sf_ep_attr attr{};
-      attr.type = SF_EP_RDM;
-      attr.caps = SF_MSG | SF_TAGGED | SF_DIRECTED_RECV;
-      attr.op_flags = op_flags;
-      attr.tx_size = queue;
-      attr.rx_size = queue;
       if (sf_endpoint(n.domain, &attr, &ep, nullptr) != 0) return false;
       n.eps.push_back(ep);
       if (sf_ep_bind(ep, &n.cq->fid, SF_SEND | SF_RECV) != 0 ||
@@ -273,6 +276,37 @@ bool SeedRun::Setup() {
     }
   }
   BuildFlows();
+  if (w.ep == EndpointKind::kMsg) return ConnectFlows(attr);
+  for (Flow& f : flows_) {
+    f.send_ep = nodes_[f.src].eps[f.ep];
+    const Node& n = nodes_[f.dst];
+    f.recv_ep = n.srx ? n.srx : n.eps[f.ep];
+  }
+  return true;
+}
+
+bool SeedRun::ConnectFlows(const sf_ep_attr& attr) {
+  msg_nodes_.resize(nodes_.size());
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    msg_nodes_[i].domain = nodes_[i].domain;
+    msg_nodes_[i].cq = nodes_[i].cq;
+  }
+  for (const Flow& f : flows_) {
+    MsgPair p;
+    p.flow = f.id;
+    p.src = f.src;
+    p.dst = f.dst;
+    msg_pairs_.push_back(p);
+  }
+  setup_error_ = ConnectMsgPairs(fabric_, attr, s_.workload.deadline_ns,
+                                 &msg_nodes_, &msg_pairs_);
+  if (!setup_error_.empty()) return false;
+  for (Flow& f : flows_) {
+    f.send_ep = msg_pairs_[f.id].send_ep;
+    f.recv_ep = msg_pairs_[f.id].recv_ep;
+    f.dest = 0;  // a connected endpoint has one peer
+    f.source = SF_ADDR_UNSPEC;
+  }
   return true;
 }
 
@@ -338,10 +372,10 @@ bool SeedRun::PostRecvs(Flow& f) {
     slot.busy = true;
     ssize_t rc;
     if (s_.workload.api == ApiKind::kTagged) {
-      rc = sf_trecv(RecvEp(f), slot.buf.data(), slot.buf.size(), nullptr,
+      rc = sf_trecv(f.recv_ep, slot.buf.data(), slot.buf.size(), nullptr,
                     f.source, f.id, 0, &slot);
     } else {
-      rc = sf_recv(RecvEp(f), slot.buf.data(), slot.buf.size(), nullptr,
+      rc = sf_recv(f.recv_ep, slot.buf.data(), slot.buf.size(), nullptr,
                    f.source, &slot);
     }
     if (Refused(rc, slot, "post_recv", kOutcomeErrorCompletion)) break;
@@ -374,11 +408,11 @@ bool SeedRun::PostSends(Flow& f) {
     const uint64_t data = CqData(f.id, seq);
     ssize_t rc;
     if (w.api == ApiKind::kTagged) {
-      rc = sf_tsenddata(nodes_[f.src].eps[f.ep], slot.buf.data(), len, nullptr,
-                        data, f.dest, f.id, &slot);
+      rc = sf_tsenddata(f.send_ep, slot.buf.data(), len, nullptr, data, f.dest,
+                        f.id, &slot);
     } else {
-      rc = sf_senddata(nodes_[f.src].eps[f.ep], slot.buf.data(), len, nullptr,
-                       data, f.dest, &slot);
+      rc = sf_senddata(f.send_ep, slot.buf.data(), len, nullptr, data, f.dest,
+                       &slot);
     }
     if (Refused(rc, slot, "post_send", kOutcomeFlushed)) {
       // Other than EAGAIN: the connection failed before (a post to a failed
@@ -578,7 +612,7 @@ void SeedRun::CancelReceives() {
   cancelling_ = true;
   for (Flow& f : flows_) {
     for (Slot& slot : f.recvs) {
-      if (slot.busy) (void)sf_cancel(&RecvEp(f)->fid, &slot);
+      if (slot.busy) (void)sf_cancel(&f.recv_ep->fid, &slot);
     }
   }
 }
@@ -637,6 +671,7 @@ void SeedRun::Close() {
   capture_.reset();  // detaches from the fabric, which must still exist
   if (fabric_ == nullptr) return;
   // Children before parents; a failed close leaks only this run's objects.
+  CloseMsgWiring(&msg_nodes_, &msg_pairs_);
   for (Node& n : nodes_) {
     for (sf_ep* e : n.eps) (void)sf_close(&e->fid);
     if (n.srx) (void)sf_close(&n.srx->fid);
@@ -666,6 +701,7 @@ SeedResult SeedRun::Run() {
     sim_->SetPollHorizon(Now());
     bool progress = PostWork();
     for (Node& n : nodes_) progress |= ReadCq(n.cq);
+    if (!msg_nodes_.empty()) progress |= DrainMsgEvents(&msg_nodes_) > 0;
     if (!cancelled && Finished()) {
       // Every flow is done or stopped: receives still posted (for messages
       // that will never come) are cancelled, and must complete as such.

@@ -1,6 +1,7 @@
 // RunSeed over the workload kinds the shipped scenarios do not use:
 // ping-pong, all-to-all with two endpoints per node on shared receive
-// contexts and match-complete sends through every kind of packet fault; a
+// contexts and match-complete sends through every kind of packet fault,
+// SF_EP_MSG endpoints connected per flow; a
 // scenario the simulator refuses ends as setup_failed with the reason.
 #include "tools/study/runner.h"
 
@@ -66,6 +67,23 @@ faults:
     - {kind: corrupt, probability: 0.01}
 )"),
                      4 * 3 * 2 * 20);
+}
+
+TEST(RunnerTest, MsgEndpointsConnectedPerFlow) {
+  ExpectAllDelivered(Parse(R"(name: msg
+topology: {nodes: 3}
+workload:
+  kind: alltoall
+  ep: msg
+  api: tagged
+  sizes: [8, 16KiB, 100]
+  messages: 20
+  rc_timeout: 8
+faults:
+  packets:
+    - {kind: drop, probability: 0.02}
+)"),
+                     3 * 2 * 20);
 }
 
 TEST(RunnerTest, RefusedConfigurationIsSetupFailed) {

@@ -234,10 +234,12 @@ bool ReadWorkload(Reader& r, const YAML::Node& w, int32_t nodes, Workload* wl) {
   wl->rc_timeout = static_cast<uint8_t>(rc_timeout);
   wl->completion = static_cast<CompletionLevel>(completion);
   wl->target = static_cast<int32_t>(target);
-  if (wl->ep == EndpointKind::kMsg) {
-    return r.Fail(w["ep"].Mark(), "workload.ep",
-                  "rdm (msg endpoints are not supported by the runner yet)",
-                  "'msg'");
+  if (wl->ep == EndpointKind::kMsg && wl->srq_depth > 0) {
+    // A shared receive context would match any connection's messages; the
+    // checks of order per flow need each flow's receives on its own.
+    return r.Fail(w["srq_depth"].Mark(), "workload.srq_depth",
+                  "0 with ep: msg (each connection has its own receives)",
+                  Reader::Describe(w["srq_depth"]));
   }
   return true;
 }

@@ -149,6 +149,11 @@ TEST(ScenarioTest, BadFilesGetLocatedMessages) {
        "  messages: 1\n",
        "bad.yaml:5:3: field 'workload.sizes': expected the field, got nothing "
        "(the field is missing)"},
+      {"msg endpoints on a shared receive context",
+       WithWorkload("  kind: stream\n  sizes: 8\n  messages: 1\n"
+                    "  ep: msg\n  srq_depth: 4\n"),
+       "bad.yaml:9:14: field 'workload.srq_depth': expected 0 with ep: msg "
+       "(each connection has its own receives), got '4'"},
       {"node out of range",
        WithWorkload("  kind: stream\n  sizes: 8\n  messages: 1\n") +
            "faults:\n  timed:\n    - {at: 1ms, kind: qp_error, node: 5, "
