@@ -75,3 +75,12 @@ pingpong pingpong_rdm_untagged --ep rdm
 pingpong pingpong_rdm_tagged --ep rdm --tagged
 pingpong pingpong_msg_untagged --ep msg
 pingpong pingpong_msg_tagged --ep msg --tagged
+
+# `softfab info` (tools/softfab) lists the device the suites above ran on, its port ACTIVE.
+if "$bin/tools/softfab" info >"$out/softfab_info.log" 2>&1 &&
+  grep -q "^  ${SOFTFAB_VERBS_DEVICE:-[a-z]}[a-z0-9_]* *guid .*port ACTIVE" "$out/softfab_info.log"; then
+  printf 'pass\t%s\n' softfab_info >>"$out/checks.txt"
+else
+  echo "   softfab_info: the device is not listed"; cat "$out/softfab_info.log"
+  printf 'fail\t%s\n' softfab_info >>"$out/checks.txt"
+fi

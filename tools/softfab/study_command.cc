@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "tools/softfab/commands.h"
+#include "tools/softfab/determinism_check.h"
 #include "tools/softfab/progress.h"
 #include "tools/softfab/study_report.h"
 #include "tools/softfab/worker_pool.h"
@@ -36,30 +37,6 @@ study::SeedResult Crashed(const StudyIdentity& identity, uint64_t seed,
 struct SeedRuns {
   std::optional<study::SeedResult> first, second;
 };
-
-// The first run, marked broken if a second run differs from it.
-study::SeedResult Judge(SeedRuns runs, bool check_determinism) {
-  study::SeedResult r = std::move(*runs.first);
-  if (!check_determinism || !runs.second) return r;
-  const study::SeedResult& again = *runs.second;
-  if (study::ResultToJson(again) == study::ResultToJson(r)) return r;
-  char why[200];
-  if (again.digest != r.digest) {
-    std::snprintf(why, sizeof why,
-                  "two runs of seed %" PRIu64 " differ: digest %016" PRIx64
-                  " then %016" PRIx64,
-                  r.seed, r.digest, again.digest);
-  } else {
-    std::snprintf(why, sizeof why,
-                  "two runs of seed %" PRIu64
-                  " differ in their results (same digest %016" PRIx64 ")",
-                  r.seed, r.digest);
-  }
-  r.invariant = "determinism";
-  r.invariant_detail = why;
-  r.passed = false;
-  return r;
-}
 
 }  // namespace
 
@@ -112,8 +89,9 @@ int RunStudy(const StudyArgs& args) {
   std::vector<study::SeedResult> results;
   uint64_t differed = 0;
   for (auto& [seed, r] : runs) {
-    results.push_back(Judge(std::move(r), args.check_determinism));
-    differed += results.back().invariant == "determinism";
+    results.push_back(r.second ? CompareRuns(std::move(*r.first), *r.second)
+                               : std::move(*r.first));
+    differed += results.back().invariant == kDeterminismInvariant;
   }
   std::fputs(SummaryText(identity, results).c_str(), stdout);
   if (args.check_determinism) {
