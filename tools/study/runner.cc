@@ -14,6 +14,7 @@
 
 #include "api/softfab/fabric.h"
 #include "api/softfab/sim.h"
+#include "backends/sim/sim_pcap.h"
 #include "tools/study/flow_payload.h"
 
 namespace softfab::study {
@@ -181,6 +182,7 @@ class SeedRun {
   SeedResult r_;
   sf_fabric* fabric_ = nullptr;
   sim::SimFabric* sim_ = nullptr;
+  std::unique_ptr<sim::PcapCapture> capture_;  // RunOptions::pcap_path
   std::vector<Node> nodes_;
   std::vector<Flow> flows_;
   std::string cause_;  // the outcome the errors so far name
@@ -193,6 +195,15 @@ bool SeedRun::Setup() {
   if (!o_.trace_path.empty()) config.trace_capacity = kTraceCapacity;
   if (sf_sim_fabric_open(config, &fabric_, nullptr) != 0) return false;
   sim_ = sf_sim_fabric(fabric_);
+  if (!o_.pcap_path.empty()) {
+    std::string error;
+    auto capture = sim::PcapCapture::Open(sim_, o_.pcap_path, &error);
+    if (!capture.ok()) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return false;
+    }
+    capture_ = std::move(capture.value());
+  }
   const Workload& w = s_.workload;
   const int32_t eps = w.endpoints_per_node;
   const size_t flows_per_ep = static_cast<size_t>(s_.topology.nodes);
@@ -634,6 +645,7 @@ void SeedRun::Close() {
     if (n.av) (void)sf_close(&n.av->fid);
     if (n.domain) (void)sf_close(&n.domain->fid);
   }
+  if (capture_ != nullptr) (void)capture_->Close();  // before its fabric goes
   (void)sf_close(&fabric_->fid);
   fabric_ = nullptr;
 }
