@@ -56,11 +56,14 @@ def plot_latency(summary, out_dir):
         points = phase.get("cdf", [])
         if not points:
             continue
-        xs = [max(p[0], 1) / 1e3 for p in points]
-        ys = [p[1] for p in points]
+        # From 0 at the first sample, so a phase whose samples share one
+        # bucket still shows as a rise; markers keep overlapping phases apart.
+        xs = [max(points[0][0], 1) / 1e3] + [max(p[0], 1) / 1e3 for p in points]
+        ys = [0.0] + [p[1] for p in points]
         label = (f"{phase['phase']} (p50 {human_ns(phase['p50_ns'])}, "
                  f"p99 {human_ns(phase['p99_ns'])})")
-        ax.step(xs, ys, where="post", label=label)
+        ax.step(xs, ys, where="post", label=label,
+                marker="ox^sDv"[drawn % 6], markersize=3)
         drawn += 1
     ax.set_xscale("log")
     ax.set_xlabel("latency (us of virtual time, log scale)")
@@ -94,7 +97,7 @@ def plot_throughput(summary, out_dir):
         ax.step(xs, last(mean), where="post", label="mean over seeds")
         ax.set_xlim(0, len(mean) * width)
         ax.set_xlabel(f"virtual time ({unit}; buckets of {width:g} {unit})")
-        ax.legend(loc="upper right", fontsize=8)
+        ax.legend(loc="best", fontsize=8)
     else:
         ax.text(0.5, 0.5, "no throughput samples", ha="center",
                 transform=ax.transAxes)

@@ -171,15 +171,21 @@ class Pool {
       return t;
     }
     if (second_.empty()) return std::nullopt;
-    auto pick = second_.begin();
-    if (workers_.size() > 1) {
-      for (auto it = second_.begin(); it != second_.end(); ++it) {
-        auto ran = first_slot_.find(it->seed);
-        if (ran == first_slot_.end() || ran->second != slot) {
-          pick = it;
-          break;
-        }
+    auto pick = second_.end();
+    for (auto it = second_.begin(); it != second_.end(); ++it) {
+      auto ran = first_slot_.find(it->seed);
+      if (ran == first_slot_.end() || ran->second != slot) {
+        pick = it;
+        break;
       }
+    }
+    if (pick == second_.end()) {
+      // Every seed left first ran here. Another live worker can take them
+      // all, so this one retires; alone, it runs them itself.
+      for (size_t other = 0; other < workers_.size(); ++other) {
+        if (other != slot && workers_[other].pid > 0) return std::nullopt;
+      }
+      pick = second_.begin();
     }
     SeedTask t = *pick;
     second_.erase(pick);

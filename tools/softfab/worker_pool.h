@@ -14,8 +14,9 @@
 namespace softfab::cli {
 
 // One run of one seed. `pass` is 0, or 1 for the second run of a determinism
-// check: a pass-1 run goes to another worker than its pass-0 run whenever
-// more than one worker exists, so a difference between processes shows up.
+// check: a pass-1 run goes to another worker process than its pass-0 run
+// whenever more than one worker is alive, so a difference between processes
+// (or state one seed leaves behind for the next) shows up.
 struct SeedTask {
   uint64_t seed = 0;
   int pass = 0;

@@ -52,16 +52,14 @@ struct Flow {
   std::vector<uint64_t> phase;    // per send slot: the phase it was sent in
 };
 
-struct Endpoint {
-  sf_ep* ep = nullptr;
-  sf_cq* cq = nullptr;
-};
-
+// A node's endpoints share its CQ (endpoints on one shared receive context
+// must bind the same receive CQ).
 struct Node {
   sf_domain* domain = nullptr;
   sf_av* av = nullptr;
+  sf_cq* cq = nullptr;
   sf_ep* srx = nullptr;
-  std::vector<Endpoint> eps;
+  std::vector<sf_ep*> eps;
 };
 
 const char* WcStatusName(int status) {
@@ -174,7 +172,7 @@ class SeedRun {
   }
   sf_ep* RecvEp(const Flow& f) const {
     const Node& n = nodes_[f.dst];
-    return n.srx ? n.srx : n.eps[f.ep].ep;
+    return n.srx ? n.srx : n.eps[f.ep];
   }
 
   const Scenario& s_;
@@ -182,12 +180,13 @@ class SeedRun {
   SeedResult r_;
   sf_fabric* fabric_ = nullptr;
   sim::SimFabric* sim_ = nullptr;
-  std::unique_ptr<sim::PcapCapture> capture_;  // RunOptions::pcap_path
   std::vector<Node> nodes_;
   std::vector<Flow> flows_;
+  std::unique_ptr<sim::PcapCapture> capture_;  // RunOptions::pcap_path
   std::string cause_;  // the outcome the errors so far name
   bool cancelling_ = false;
   bool idle_at_end_ = false;  // the run ended with nothing pending
+  std::string setup_error_;   // why Setup failed, when not an sf_* call
 };
 
 bool SeedRun::Setup() {
@@ -196,13 +195,13 @@ bool SeedRun::Setup() {
   if (sf_sim_fabric_open(config, &fabric_, nullptr) != 0) return false;
   sim_ = sf_sim_fabric(fabric_);
   if (!o_.pcap_path.empty()) {
-    std::string error;
-    auto capture = sim::PcapCapture::Open(sim_, o_.pcap_path, &error);
+    std::string why;
+    auto capture = sim::PcapCapture::Open(sim_, o_.pcap_path, &why);
     if (!capture.ok()) {
-      std::fprintf(stderr, "%s\n", error.c_str());
+      setup_error_ = why;
       return false;
     }
-    capture_ = std::move(capture.value());
+    capture_ = std::move(*capture);
   }
   const Workload& w = s_.workload;
   const int32_t eps = w.endpoints_per_node;
@@ -238,30 +237,30 @@ bool SeedRun::Setup() {
       rx.size = w.srq_depth;
       if (sf_srx_context(n.domain, &rx, &n.srx, nullptr) != 0) return false;
     }
+    sf_cq_attr cq_attr{};
+    cq_attr.size = queue * 4 * eps;
+    cq_attr.format = SF_CQ_FORMAT_TAGGED;
+    if (sf_cq_open(n.domain, &cq_attr, &n.cq, nullptr) != 0) return false;
     for (int32_t e = 0; e < eps; ++e) {
-      Endpoint ep;
-      sf_cq_attr cq_attr{};
-      cq_attr.size = queue * 4;
-      cq_attr.format = SF_CQ_FORMAT_TAGGED;
-      if (sf_cq_open(n.domain, &cq_attr, &ep.cq, nullptr) != 0) return false;
+      sf_ep* ep = nullptr;
       sf_ep_attr attr{};
       attr.type = SF_EP_RDM;
       attr.caps = SF_MSG | SF_TAGGED | SF_DIRECTED_RECV;
       attr.op_flags = op_flags;
       attr.tx_size = queue;
       attr.rx_size = queue;
-      if (sf_endpoint(n.domain, &attr, &ep.ep, nullptr) != 0 ||
-          sf_ep_bind(ep.ep, &ep.cq->fid, SF_SEND | SF_RECV) != 0 ||
-          sf_ep_bind(ep.ep, &n.av->fid, 0) != 0 ||
-          (n.srx && sf_ep_bind(ep.ep, &n.srx->fid, 0) != 0) ||
-          sf_enable(ep.ep) != 0) {
+      if (sf_endpoint(n.domain, &attr, &ep, nullptr) != 0) return false;
+      n.eps.push_back(ep);
+      if (sf_ep_bind(ep, &n.cq->fid, SF_SEND | SF_RECV) != 0 ||
+          sf_ep_bind(ep, &n.av->fid, 0) != 0 ||
+          (n.srx && sf_ep_bind(ep, &n.srx->fid, 0) != 0) ||
+          sf_enable(ep) != 0) {
         return false;
       }
       uint8_t name[SF_NAME_BYTES];
       size_t len = sizeof name;
-      if (sf_getname(&ep.ep->fid, name, &len) != 0) return false;
+      if (sf_getname(&ep->fid, name, &len) != 0) return false;
       names.insert(names.end(), name, name + SF_NAME_BYTES);
-      n.eps.push_back(ep);
     }
   }
   // Every AV holds every endpoint, node-major: address = node * eps + e.
@@ -375,11 +374,11 @@ bool SeedRun::PostSends(Flow& f) {
     const uint64_t data = CqData(f.id, seq);
     ssize_t rc;
     if (w.api == ApiKind::kTagged) {
-      rc = sf_tsenddata(nodes_[f.src].eps[f.ep].ep, slot.buf.data(), len,
-                        nullptr, data, f.dest, f.id, &slot);
+      rc = sf_tsenddata(nodes_[f.src].eps[f.ep], slot.buf.data(), len, nullptr,
+                        data, f.dest, f.id, &slot);
     } else {
-      rc = sf_senddata(nodes_[f.src].eps[f.ep].ep, slot.buf.data(), len,
-                       nullptr, data, f.dest, &slot);
+      rc = sf_senddata(nodes_[f.src].eps[f.ep], slot.buf.data(), len, nullptr,
+                       data, f.dest, &slot);
     }
     if (Refused(rc, slot, "post_send", kOutcomeFlushed)) {
       // Other than EAGAIN: the connection failed before (a post to a failed
@@ -618,6 +617,7 @@ void SeedRun::Finish() {
   } else {
     r_.outcome = kOutcomeOk;
   }
+  if (capture_ && !capture_->Close().ok()) ++r_.counts.errors["pcap_write"];
   if (!o_.trace_path.empty()) {
     if (std::FILE* out = std::fopen(o_.trace_path.c_str(), "w")) {
       std::fprintf(out, "# time_ns seq kind node qp psn opcode\n");
@@ -634,18 +634,16 @@ void SeedRun::Finish() {
 }
 
 void SeedRun::Close() {
+  capture_.reset();  // detaches from the fabric, which must still exist
   if (fabric_ == nullptr) return;
   // Children before parents; a failed close leaks only this run's objects.
   for (Node& n : nodes_) {
-    for (Endpoint& e : n.eps) {
-      if (e.ep) (void)sf_close(&e.ep->fid);
-      if (e.cq) (void)sf_close(&e.cq->fid);
-    }
+    for (sf_ep* e : n.eps) (void)sf_close(&e->fid);
     if (n.srx) (void)sf_close(&n.srx->fid);
+    if (n.cq) (void)sf_close(&n.cq->fid);
     if (n.av) (void)sf_close(&n.av->fid);
     if (n.domain) (void)sf_close(&n.domain->fid);
   }
-  if (capture_ != nullptr) (void)capture_->Close();  // before its fabric goes
   (void)sf_close(&fabric_->fid);
   fabric_ = nullptr;
 }
@@ -653,7 +651,7 @@ void SeedRun::Close() {
 SeedResult SeedRun::Run() {
   if (!Setup()) {
     r_.outcome = kOutcomeSetupFailed;
-    r_.invariant_detail = sf_last_error();
+    r_.invariant_detail = setup_error_.empty() ? sf_last_error() : setup_error_;
     return r_;
   }
   // The run owns time: polls never run an event later than now (the poll
@@ -667,9 +665,7 @@ SeedResult SeedRun::Run() {
   while (true) {
     sim_->SetPollHorizon(Now());
     bool progress = PostWork();
-    for (Node& n : nodes_) {
-      for (Endpoint& e : n.eps) progress |= ReadCq(e.cq);
-    }
+    for (Node& n : nodes_) progress |= ReadCq(n.cq);
     if (!cancelled && Finished()) {
       // Every flow is done or stopped: receives still posted (for messages
       // that will never come) are cancelled, and must complete as such.

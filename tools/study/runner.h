@@ -92,7 +92,8 @@ struct SeedResult {
   std::string expected;  // Scenario::expect
   // Empty when every invariant held; else its name ("exactly_once", "order",
   // "bytes", "completion_once", "completion_lost") and a sentence saying
-  // which message or operation broke it.
+  // which message or operation broke it. For outcome setup_failed, the
+  // detail says why (the refusing call's sf_last_error).
   std::string invariant;
   std::string invariant_detail;
   // The seed passed: no invariant broken and outcome == expected.

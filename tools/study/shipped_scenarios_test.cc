@@ -45,7 +45,9 @@ std::vector<SeedResult> RunAll(const std::string& name,
     std::string error;
     auto back = ResultFromJson(json, &error);
     EXPECT_TRUE(back.ok()) << error;
-    if (back.ok()) EXPECT_EQ(ResultToJson(*back), json);
+    if (back.ok()) {
+      EXPECT_EQ(ResultToJson(*back), json);
+    }
     results.push_back(r);
   }
   return results;
