@@ -5,12 +5,13 @@
 #   2. submits examples/softfab_study.sbatch as an array of 4 with `sbatch --wait`,
 #   3. joins the 4 shard directories with `softfab merge`,
 #   4. runs the same seeds with `softfab study` on this machine,
-#   5. compares the two results.json byte for byte, and stops the cluster.
+#   5. compares the two reports' results.json (and results.csv, seeds.jsonl) byte for
+#      byte, and stops the cluster.
 # Usage: bash tools/slurm/test.sh [RESULTS]  RESULTS: a file that gets one line per check
 # in the format of `tools/count_tests.py record` ("pass|fail<TAB>name"); without it the
 # lines go to stdout. Exit status 0 when every check passed.
 # Environment: SOFTFAB (the softfab binary; default: built with bazel), SOFTFAB_SLURM_SCENARIO
-# (default: the first examples/scenarios/*.yaml by name), SOFTFAB_SLURM_SEEDS (default 1-40),
+# (default: examples/scenarios/lossy_link_rc.yaml), SOFTFAB_SLURM_SEEDS (default 1-40),
 # SOFTFAB_SLURM_DIR (the cluster's folder, see cluster.sh).
 set -uo pipefail
 results=${1:+$(realpath -m "$1")}
@@ -39,7 +40,7 @@ if [ -z "$softfab" ]; then
   fi
   softfab="$(bazel info bazel-bin 2>/dev/null)/tools/softfab"
 fi
-scenario=${SOFTFAB_SLURM_SCENARIO:-$(ls examples/scenarios/*.yaml 2>/dev/null | sort | head -n 1)}
+scenario=${SOFTFAB_SLURM_SCENARIO:-examples/scenarios/lossy_link_rc.yaml}
 seeds=${SOFTFAB_SLURM_SEEDS:-1-40}
 if [ ! -x "$softfab" ] || [ ! -f "${scenario:-}" ]; then
   echo "slurm test: no softfab binary ($softfab) or no scenario (${scenario:-none})" >&2
@@ -95,10 +96,15 @@ fi
 "$softfab" study "$scenario" --seeds "$seeds" --jobs 2 --out "$work/single" \
   >"$work/single.out" 2>&1
 rc=$?
-if [ "$rc" -le 1 ] && cmp "$work/single/results.json" "$work/merged/results.json"; then
-  record "merged results.json equals a single-machine run of seeds $seeds" pass
+# results.json is what must match; the per-seed files (results.csv, seeds.jsonl) too.
+same=1
+for f in results.json results.csv seeds.jsonl; do
+  cmp "$work/single/$f" "$work/merged/$f" || same=0
+done
+if [ "$rc" -le 1 ] && [ "$same" -eq 1 ]; then
+  record "merged report (results.json, .csv, seeds.jsonl) equals a single-machine run of seeds $seeds" pass
 else
-  record "merged results.json equals a single-machine run of seeds $seeds (study exit $rc)" fail
+  record "merged report equals a single-machine run of seeds $seeds (study exit $rc)" fail
   diff <(head -c 4000 "$work/single/results.json") <(head -c 4000 "$work/merged/results.json") >&2
 fi
 exit "$failed"
