@@ -374,7 +374,7 @@ class Endpoint {
                  uint64_t cq_flags);
   void OnReadDone(uint32_t read_index, bool ok);
   // One READ work request of `read_index` completed with `status` (a
-  // transport::WcStatus, or the cause a flushed one inherits; 0: success);
+  // transport::WcStatus; 0: success);
   // the last one ends it.
   void OnReadWrDone(uint32_t read_index, int status);
   // Posts the READs of `read_index`: all of them, or none (EAGAIN) when the

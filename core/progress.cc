@@ -45,14 +45,10 @@ void Endpoint::Progress() {
       if (kind != kWrCmSend && it != peer_by_qpn_.end()) {
         --peers_[it->second].sq_outstanding;
       }
-      // A failed work request's cause is its status; one flushed because
-      // the QP had already failed has the cause the first one found.
-      int cause = static_cast<int>(wc[i].status);
-      if (wc[i].status == tp::WcStatus::kWrFlushErr &&
-          it != peer_by_qpn_.end() &&
-          peers_[it->second].failed_prov_errno != 0) {
-        cause = peers_[it->second].failed_prov_errno;
-      }
+      // A failed work request's cause is its own status, as the transport
+      // reported it (a flushed one says WR_FLUSH_ERR: the first error
+      // completion of that connection names why it failed).
+      const int cause = static_cast<int>(wc[i].status);
       if (kind == kWrRead) {
         OnReadWrDone(static_cast<uint32_t>(index), cause);
       } else if (kind == kWrTx) {

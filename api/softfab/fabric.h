@@ -299,8 +299,10 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
  *    numbered as ibv_wc_status (enum sfv_wc_status in softfab/verbs.h), on
  *    both backends: 12 transport retries exceeded (the peer or its link is
  *    gone), 13 receiver not ready retries exceeded, 10 remote access error,
- *    ... An operation flushed (5) because an earlier one had already failed
- *    the connection carries that earlier one's cause instead, when known.
+ *    ... An operation the device flushed (5) carries 5, as ibv_wc_status
+ *    and libfabric's verbs provider do: the first error completion of that
+ *    connection names why it failed. Operations softfab had queued and
+ *    never posted carry the connection's first cause.
  *  - SF_PROV_OWN_BASE + n: causes softfab's protocol finds itself, below.
  * 0: no cause beyond `err`. */
 #define SF_PROV_WC_LAST 21
