@@ -62,6 +62,13 @@ Status Endpoint::Init() {
   read_sge_max_ = static_cast<uint32_t>(
       std::clamp<int32_t>(dev.max_sge, 1, static_cast<int32_t>(kIovMax)));
 
+  // One peer's credit window must fit the shared receive queue: the bounce
+  // buffers are posted a window at a time, so a larger window would post
+  // none and every SEND would meet an empty SRQ (RNR for ever).
+  if (attr_.credits > static_cast<uint32_t>(std::max(dev.max_srq_wr, 0))) {
+    return InvalidArgument(
+        "credits exceed the device's shared receive queue depth (max_srq_wr)");
+  }
   const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
                                                 CmChannel::kBuffers + 64);

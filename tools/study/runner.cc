@@ -151,6 +151,25 @@ class SeedRun {
   bool PostSends(Flow& f);
   bool PostRecvs(Flow& f);
   bool ReadCq(sf_cq* cq);
+  // Whether node `node`'s application is paused now (Scenario::app_pauses).
+  bool Paused(int32_t node) const {
+    for (const AppPause& p : s_.app_pauses) {
+      if (p.node == node && Now() >= p.start_ns && Now() < p.end_ns) {
+        return true;
+      }
+    }
+    return false;
+  }
+  // The end of the earliest pause in progress (UINT64_MAX: none), an instant
+  // the run must stop at even when the fabric has nothing to do.
+  uint64_t NextPauseEnd() const {
+    uint64_t end = UINT64_MAX;
+    for (const AppPause& p : s_.app_pauses) {
+      if (Now() >= p.start_ns && Now() < p.end_ns)
+        end = std::min(end, p.end_ns);
+    }
+    return end;
+  }
   void OnSendDone(Slot& slot, bool ok);
   void OnRecv(Slot& slot, const sf_cq_tagged_entry& e);
   void OnError(const sf_cq_err_entry& e);
@@ -433,8 +452,12 @@ bool SeedRun::PostSends(Flow& f) {
 bool SeedRun::PostWork() {
   bool any = false;
   if (cancelling_) return false;  // the run is ending: nothing new
-  for (Flow& f : flows_) any |= PostRecvs(f);
-  for (Flow& f : flows_) any |= PostSends(f);
+  for (Flow& f : flows_) {
+    if (!Paused(f.dst)) any |= PostRecvs(f);
+  }
+  for (Flow& f : flows_) {
+    if (!Paused(f.src)) any |= PostSends(f);
+  }
   return any;
 }
 
@@ -700,7 +723,9 @@ SeedResult SeedRun::Run() {
   while (true) {
     sim_->SetPollHorizon(Now());
     bool progress = PostWork();
-    for (Node& n : nodes_) progress |= ReadCq(n.cq);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      if (!Paused(static_cast<int32_t>(i))) progress |= ReadCq(nodes_[i].cq);
+    }
     if (!msg_nodes_.empty()) progress |= DrainMsgEvents(&msg_nodes_) > 0;
     if (!cancelled && Finished()) {
       // Every flow is done or stopped: receives still posted (for messages
@@ -711,7 +736,7 @@ SeedResult SeedRun::Run() {
     }
     if (cancelled && !AnyBusy()) break;
     if (progress) continue;
-    const uint64_t next = sim_->next_event_ns();
+    const uint64_t next = std::min(sim_->next_event_ns(), NextPauseEnd());
     if (next == UINT64_MAX || next > deadline) {
       idle_at_end_ = next == UINT64_MAX;
       if (cancelled) break;

@@ -330,8 +330,12 @@ bool ReadPacketFault(Reader& r, const YAML::Node& n, const std::string& f,
   return true;
 }
 
+// The kind after the simulator's own (the runner's, not the fabric's).
+constexpr int kAppPause = 4;
+
 bool ReadTimedFault(Reader& r, const YAML::Node& n, const std::string& f,
-                    int32_t nodes, sim::TimedFault* tf) {
+                    int32_t nodes, sim::TimedFault* tf, AppPause* pause,
+                    bool* is_pause) {
   if (!r.OnlyKeys(n, f, {"at", "kind", "node", "peer", "qp", "duration"})) {
     return false;
   }
@@ -345,8 +349,10 @@ bool ReadTimedFault(Reader& r, const YAML::Node& n, const std::string& f,
   int64_t node = 0, peer = -1, qp = 0;
   const bool ok =
       r.Duration(n["at"], f + ".at", 0, UINT64_MAX >> 1, &tf->time_ns) &&
-      r.Enum(n["kind"], f + ".kind",
-             {"link_down", "link_up", "qp_error", "receiver_stall"}, &kind) &&
+      r.Enum(
+          n["kind"], f + ".kind",
+          {"link_down", "link_up", "qp_error", "receiver_stall", "app_pause"},
+          &kind) &&
       r.Int(n["node"], f + ".node", 0, nodes - 1, &node) &&
       Optional(n, "peer",
                [&](const YAML::Node& v) {
@@ -369,15 +375,23 @@ bool ReadTimedFault(Reader& r, const YAML::Node& n, const std::string& f,
     return r.Fail(n.Mark(), f + ".qp", "a QP number for qp_error",
                   "nothing (the field is missing)");
   }
-  if (tf->kind == sim::TimedFaultKind::kReceiverStall && tf->duration_ns == 0) {
-    return r.Fail(n.Mark(), f + ".duration", "a duration for receiver_stall",
+  if ((tf->kind == sim::TimedFaultKind::kReceiverStall || kind == kAppPause) &&
+      tf->duration_ns == 0) {
+    return r.Fail(n.Mark(), f + ".duration",
+                  "a duration for receiver_stall and app_pause",
                   "nothing (the field is missing)");
+  }
+  if (kind == kAppPause) {
+    pause->node = tf->node;
+    pause->start_ns = tf->time_ns;
+    pause->end_ns = tf->time_ns + tf->duration_ns;
+    *is_pause = true;
   }
   return true;
 }
 
 bool ReadFaults(Reader& r, const YAML::Node& f, int32_t nodes,
-                sim::FaultPlan* plan) {
+                sim::FaultPlan* plan, std::vector<AppPause>* pauses) {
   if (!r.OnlyKeys(f, "faults", {"packets", "timed"})) return false;
   for (const char* key : {"packets", "timed"}) {
     const YAML::Node list = f[key];
@@ -394,8 +408,16 @@ bool ReadFaults(Reader& r, const YAML::Node& f, int32_t nodes,
         plan->packet_faults.push_back(pf);
       } else {
         sim::TimedFault tf;
-        if (!ReadTimedFault(r, list[i], fi, nodes, &tf)) return false;
-        plan->timed_faults.push_back(tf);
+        AppPause pause;
+        bool is_pause = false;
+        if (!ReadTimedFault(r, list[i], fi, nodes, &tf, &pause, &is_pause)) {
+          return false;
+        }
+        if (is_pause) {
+          pauses->push_back(pause);
+        } else {
+          plan->timed_faults.push_back(tf);
+        }
       }
     }
   }
@@ -468,7 +490,8 @@ bool ReadRoot(Reader& r, const YAML::Node& root, Scenario* s) {
       ReadWorkload(r, workload, s->topology.nodes, &s->workload) &&
       Optional(root, "faults",
                [&](const YAML::Node& v) {
-                 return ReadFaults(r, v, s->topology.nodes, &s->faults);
+                 return ReadFaults(r, v, s->topology.nodes, &s->faults,
+                                   &s->app_pauses);
                }) &&
       Optional(
           root, "phases",

@@ -99,6 +99,19 @@ struct Phase {
   uint64_t start_ns = 0;
 };
 
+// An application that stops calling into softfab for a while (a long
+// computation, a GC pause): the node neither reads its CQ nor posts, so its
+// endpoint returns no credits and reposts no receive buffers, while its HCA
+// goes on acknowledging and filling the buffers already posted. Unlike
+// receiver_stall (the HCA fetches no receive at all), what the peers see then
+// depends on flow control: with credits they wait; without, they meet an
+// empty SRQ.
+struct AppPause {
+  int32_t node = 0;
+  uint64_t start_ns = 0;
+  uint64_t end_ns = 0;
+};
+
 // ---- The scenario ----
 struct Scenario {
   std::string name;
@@ -106,7 +119,8 @@ struct Scenario {
   std::string path;  // the file it was read from (for replay commands).
   Topology topology;
   Workload workload;
-  sim::FaultPlan faults;      // QP numbers: see examples/scenarios/README.md.
+  sim::FaultPlan faults;  // QP numbers: see examples/scenarios/README.md.
+  std::vector<AppPause> app_pauses;  // faults.timed entries of kind app_pause.
   std::vector<Phase> phases;  // never empty after loading ("all" by default).
   // The outcome every seed should produce: "ok" or a named outcome (see
   // runner.h: kOutcome*).

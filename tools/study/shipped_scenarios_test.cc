@@ -102,9 +102,11 @@ TEST(ShippedScenarios, IncastWithCredits) {
 }
 
 TEST(ShippedScenarios, IncastWithoutCredits) {
-  for (const SeedResult& r : RunAll("incast_no_credits", "stalled")) {
-    EXPECT_GT(r.counts.rnr_naks, 100u);
-    EXPECT_EQ(r.counts.messages_delivered, 0u);
+  // The same pause with a window as deep as the SRQ: the SRQ runs dry, the
+  // senders meet RNR NAKs and retry; nothing is lost.
+  for (const SeedResult& r : RunAll("incast_no_credits", "ok")) {
+    EXPECT_EQ(r.counts.messages_delivered, 1400u);
+    EXPECT_GE(r.counts.rnr_naks, 7u);  // every sender met the empty SRQ
   }
 }
 
