@@ -83,6 +83,21 @@ if [ "$targets" = "//..." ] && bazel query //backends/sim:sim_digest >/dev/null 
   fi
 fi
 
+# The main job's determinism: 1,000 seeds of the shipped lossy-link study, each run twice in
+# different worker processes, must give identical results (softfab study --check-determinism).
+if [ "$targets" = "//..." ]; then
+  echo "== softfab study --check-determinism over 1,000 seeds"
+  det_out=$(mktemp -d)
+  bazel build -c opt //tools:softfab 2>&1 | tail -n 1
+  if "$(bazel info -c opt bazel-bin 2>/dev/null)/tools/softfab" study \
+    examples/scenarios/lossy_link_rc.yaml --seeds 1-1000 --jobs 2 --check-determinism \
+    --quiet --out "$det_out/report" 2>&1 | tail -n 4; then
+    python3 tools/count_tests.py record "$results/determinism" "study_check_determinism_1000_seeds" pass
+  else
+    python3 tools/count_tests.py record "$results/determinism" "study_check_determinism_1000_seeds" fail
+  fi
+fi
+
 # A study sharded as a Slurm array job on a one-node cluster on this machine must equal
 # the same study run here (tools/slurm/test.sh). SOFTFAB_SKIP_SLURM=1 leaves it out.
 if [ "$targets" = "//..." ] && [ "${SOFTFAB_SKIP_SLURM:-0}" != 1 ]; then
