@@ -207,17 +207,20 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
     return Fail(EINVAL, "domain and cq must be valid");
   }
   const size_t size = attr && attr->size ? attr->size : 1024;
-  const sf_cq_format format = attr ? attr->format : SF_CQ_FORMAT_CONTEXT;
-  if (format < SF_CQ_FORMAT_CONTEXT || format > SF_CQ_FORMAT_TAGGED) {
+  const int raw_format = attr ? Raw(attr->format) : SF_CQ_FORMAT_CONTEXT;
+  if (raw_format < SF_CQ_FORMAT_CONTEXT || raw_format > SF_CQ_FORMAT_TAGGED) {
     return Fail(EINVAL, "unknown CQ format");
   }
+  const auto format = static_cast<sf_cq_format>(raw_format);
   if (size > (1u << 24)) return Fail(EINVAL, "CQ size too large");
   if (attr && attr->flags) return Fail(EINVAL, "no CQ flags are supported");
-  const sf_wait_obj wait = attr ? attr->wait_obj : SF_WAIT_NONE;
-  if (wait != SF_WAIT_NONE && wait != SF_WAIT_UNSPEC && wait != SF_WAIT_FD) {
-    return Fail(wait == SF_WAIT_SET ? ENOSYS : EINVAL,
+  const int raw_wait = attr ? Raw(attr->wait_obj) : SF_WAIT_NONE;
+  if (raw_wait != SF_WAIT_NONE && raw_wait != SF_WAIT_UNSPEC &&
+      raw_wait != SF_WAIT_FD) {
+    return Fail(raw_wait == SF_WAIT_SET ? ENOSYS : EINVAL,
                 "wait_obj: SF_WAIT_NONE, SF_WAIT_UNSPEC or SF_WAIT_FD");
   }
+  const auto wait = static_cast<sf_wait_obj>(raw_wait);
   int fd = -1;
   const bool own_fd = wait != SF_WAIT_NONE && d->channel == nullptr;
   if (own_fd) {

@@ -37,7 +37,7 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
     return Fail(EINVAL, "domain, attr and ep must be valid");
   }
   core::EndpointAttr a;
-  switch (attr->type) {
+  switch (Raw(attr->type)) {
     case SF_EP_RDM:
       a.type = core::EndpointType::kRdm;
       break;

@@ -20,9 +20,11 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   if (attr == nullptr || out == nullptr) {
     return Fail(EINVAL, "attr and fabric must not be NULL");
   }
-  if (attr->backend == SF_BACKEND_VERBS)
-    return OpenVerbsFabric(*attr, out, context);
-  if (attr->backend != SF_BACKEND_SIM) return Fail(EINVAL, "unknown backend");
+  const int backend = Raw(attr->backend);
+  if (backend == SF_BACKEND_VERBS) return OpenVerbsFabric(*attr, out, context);
+  if (backend != SF_BACKEND_SIM) {
+    return Fail(EINVAL, "backend: SF_BACKEND_SIM or SF_BACKEND_VERBS");
+  }
   if (attr->sim_nodes <= 0 || attr->sim_nodes > 4096) {
     return Fail(EINVAL, "sim_nodes must be in [1, 4096]");
   }

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "api/internal/raw_enum.h"
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
 #include "backends/verbs/verbs_device.h"

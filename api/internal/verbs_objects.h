@@ -23,6 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "api/internal/raw_enum.h"
 #include "api/softfab/verbs.h"
 #include "backends/sim/sim_fabric.h"
 #include "backends/verbs/verbs_device.h"
@@ -156,17 +157,6 @@ inline SfvContext* Ctx(sfv_context* c) { return static_cast<SfvContext*>(c); }
 // Opens a real device's list entry (api/verbs_hardware.cc): a context that owns
 // the opened device, or NULL + errno with the reason in sfv_last_error.
 sfv_context* OpenHardwareContext(const sfv_device& entry);
-
-// The integer in a C enum field. A C caller may store any int there; reading an
-// out-of-range value through the C++ enum type would be undefined, so copy the
-// bits.
-template <typename E>
-int Raw(const E& e) {
-  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized");
-  int v;
-  std::memcpy(&v, &e, sizeof(v));
-  return v;
-}
 
 inline bool ValidMtu(int m) { return m >= SFV_MTU_256 && m <= SFV_MTU_4096; }
 
