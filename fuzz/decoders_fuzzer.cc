@@ -19,19 +19,11 @@
 #include "api/softfab/fabric.h"
 #include "core/address_vector.h"
 #include "core/wire.h"
+#include "fuzz/fuzz_check.h"
 
 namespace {
 
 namespace wire = ::softfab::wire;
-
-#define FUZZ_CHECK(cond)                                                    \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                   #cond);                                                  \
-      std::abort();                                                         \
-    }                                                                       \
-  } while (0)
 
 void Header(const uint8_t* in, size_t n) {
   wire::Header h;
