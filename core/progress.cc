@@ -19,8 +19,13 @@ void Endpoint::Progress() {
   tp::WorkCompletion* wc = wc_.data();
   // Receives first: they return credits and acks that sends wait for. A
   // message is only taken off the wire when the receive CQ has room for what
-  // it may produce, so nothing is ever lost to a full CQ.
-  while (rx_cq_ == nullptr || rx_cq_->HasRoom()) {
+  // it may produce, so nothing is ever lost to a full CQ. When no arrival can
+  // write an unreserved entry, the room does not matter: a CQ whose room is
+  // all promised to posted operations must not stop the CM replies, acks and
+  // messages that complete them (it did: a CQ of 4 with two receives and two
+  // sends posted never connected).
+  while (rx_cq_ == nullptr || rx_cq_->HasRoom() ||
+         (rx_ != nullptr && !rx_->ArrivalsMayNeedRoom())) {
     const int n = recv_cq_->Poll(1, wc);
     if (n <= 0) break;
     const uint64_t kind = KindOf(wc[0].wr_id);

@@ -173,6 +173,7 @@ Status Endpoint::Recv(const RecvArgs& a) {
   }
   const uint32_t index = NewRxOp(a, wants_entry);
   RxOp& r = rx_->ops_[index];
+  if (a.flags & kMultiRecv) ++rx_->multi_recv_held_;
   // Buffered mode: a tagged receive posts a tag, not a buffer.
   r.tag_only = rx_->attr_.buffered;
 
@@ -269,6 +270,7 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
   }
   if (last) {
+    if (r.flags & kMultiRecv) --rx_->multi_recv_held_;
     r.used = false;
     rx_->free_.push_back(rx_index);
   }

@@ -4,6 +4,10 @@
 // the //fuzz:*_corpus_test targets too.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <vector>
+
+#include "api/softfab/fabric.h"
 #include "core/address_vector.h"
 #include "core/wire.h"
 
@@ -31,6 +35,109 @@ TEST(HostileRegression, AvRemoveKeepsOtherNameWithSameLidQpn) {
   EXPECT_EQ(av.FindByLidQpn(0, 0x11), *b);
   ASSERT_TRUE(av.Remove(*b).ok());
   EXPECT_FALSE(av.FindByLidQpn(0, 0x11).has_value());
+}
+
+// Two RDM endpoints on the simulator, each with a CQ of `cq_size` entries,
+// that know each other's names.
+struct Pair {
+  sf_fabric* fabric = nullptr;
+  sf_domain* domain[2] = {};
+  sf_cq* cq[2] = {};
+  sf_av* av[2] = {};
+  sf_ep* ep[2] = {};
+  sf_addr_t addr[2] = {};
+
+  explicit Pair(size_t cq_size) {
+    sf_fabric_attr fa{};
+    fa.backend = SF_BACKEND_SIM;
+    fa.sim_nodes = 2;
+    fa.sim_seed = 1;
+    EXPECT_EQ(sf_fabric_open(&fa, &fabric, nullptr), 0);
+    uint8_t names[2 * SF_NAME_BYTES];
+    for (int i = 0; i < 2; ++i) {
+      sf_cq_attr ca{};
+      ca.size = cq_size;
+      ca.format = SF_CQ_FORMAT_TAGGED;
+      sf_ep_attr ea{};
+      ea.type = SF_EP_RDM;
+      ea.caps = SF_MSG | SF_TAGGED;
+      size_t len = SF_NAME_BYTES;
+      EXPECT_EQ(sf_domain_open(fabric, i, &domain[i], nullptr), 0);
+      EXPECT_EQ(sf_cq_open(domain[i], &ca, &cq[i], nullptr), 0);
+      EXPECT_EQ(sf_av_open(domain[i], nullptr, &av[i], nullptr), 0);
+      EXPECT_EQ(sf_endpoint(domain[i], &ea, &ep[i], nullptr), 0);
+      EXPECT_EQ(sf_ep_bind(ep[i], &cq[i]->fid, SF_TRANSMIT | SF_RECV), 0);
+      EXPECT_EQ(sf_ep_bind(ep[i], &av[i]->fid, 0), 0);
+      EXPECT_EQ(sf_enable(ep[i]), 0);
+      EXPECT_EQ(sf_getname(&ep[i]->fid, names + i * SF_NAME_BYTES, &len), 0);
+    }
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(sf_av_insert(av[i], names, 2, addr, 0, nullptr), 2);
+    }
+  }
+  ~Pair() {
+    for (int i = 0; i < 2; ++i) {
+      sf_close(&ep[i]->fid);
+      sf_close(&av[i]->fid);
+      sf_close(&cq[i]->fid);
+      sf_close(&domain[i]->fid);
+    }
+    sf_close(&fabric->fid);
+  }
+};
+
+// api_calls: a CQ whose every slot was promised to posted operations (here 4
+// slots: two receives and two sends) stopped progress from reading the
+// transport, so the connection the sends waited for never came up and they
+// failed with EHOSTUNREACH.
+TEST(HostileRegression, CqRoomAllPromisedStillConnects) {
+  Pair p(/*cq_size=*/4);
+  std::vector<uint8_t> in[2], out[2];
+  int contexts[4];
+  for (int k = 0; k < 2; ++k) {
+    in[k].assign(64, 0);
+    out[k].assign(64, static_cast<uint8_t>(k + 1));
+    ASSERT_EQ(sf_recv(p.ep[0], in[k].data(), 64, nullptr, SF_ADDR_UNSPEC,
+                      &contexts[k]),
+              0);
+  }
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ(sf_send(p.ep[0], out[k].data(), 64, nullptr, p.addr[1],
+                      &contexts[2 + k]),
+              0);
+  }
+  // The peer answers each message with one into node 0's receives.
+  const std::vector<uint8_t> reply(64, 9);
+  std::vector<uint8_t> sink[2] = {std::vector<uint8_t>(64),
+                                  std::vector<uint8_t>(64)};
+  for (int k = 0; k < 2; ++k) {
+    ASSERT_EQ(
+        sf_recv(p.ep[1], sink[k].data(), 64, nullptr, SF_ADDR_UNSPEC, nullptr),
+        0);
+  }
+  int done = 0, errors = 0, peer_got = 0;
+  for (int round = 0; round < 200 && done < 4; ++round) {
+    sf_cq_tagged_entry e;
+    while (sf_cq_read(p.cq[1], &e, 1) == 1) {
+      if (!(e.flags & SF_RECV)) continue;
+      ++peer_got;
+      EXPECT_EQ(sf_send(p.ep[1], reply.data(), 64, nullptr, p.addr[0], nullptr),
+                0);
+    }
+    const ssize_t n = sf_cq_sread(p.cq[0], &e, 1, nullptr, 1);
+    if (n == 1) ++done;
+    if (n == -SF_EAVAIL) {
+      sf_cq_err_entry err{};
+      ASSERT_GT(sf_cq_readerr(p.cq[0], &err, 0), 0);
+      ++done;
+      ++errors;
+    }
+  }
+  EXPECT_EQ(done, 4);
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(peer_got, 2);
+  EXPECT_EQ(in[0], reply);
+  EXPECT_EQ(in[1], reply);
 }
 
 }  // namespace
