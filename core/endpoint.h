@@ -225,6 +225,11 @@ class Endpoint {
     uint64_t unexpected = 0;
     uint64_t bad_headers = 0;
     uint64_t dgram_dropped = 0;  // DGRAM: arrived with no receive posted.
+    // Messages kept as unexpected right now (a gauge, not a count): at most
+    // 2 x credits per peer.
+    uint64_t unexpected_held = 0;
+    // Unexpected messages dropped from a peer that sent past its credits.
+    uint64_t overrun_dropped = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -273,6 +278,10 @@ class Endpoint {
     // `credits` of them a buffered message keeps its credit until a receive
     // takes it: the sender is throttled and memory stays bounded.
     uint32_t unexpected_buffered = 0;
+    // Those whose credit is withheld. An honest peer cannot have more than
+    // `credits` of them (it has no credit left to send one more); a message
+    // past that comes from a peer that ignores credits and is dropped.
+    uint32_t unexpected_withheld = 0;
     bool listed = false;  // On busy_.
   };
 

@@ -88,6 +88,15 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   TagMatcher& m = rx_->matchers_[tagged];
   const uint64_t source = SourceOf(peer);
   auto r = m.FindReceive(tagged ? h.tag : 0, source);
+  Peer& p = peers_[peer];
+  const bool credit_held = p.unexpected_buffered >= attr_.credits;
+  if ((!r || buffered) && credit_held &&
+      p.unexpected_withheld >= attr_.credits) {
+    // It would be kept, and the peer sent past its credits: memory stays
+    // bounded, the message is dropped and counted (and not acknowledged).
+    ++stats_.overrun_dropped;
+    return false;
+  }
   uint32_t rx = internal::kNil;
   if (r) {
     rx = rx_->of_handle_[tagged][r->index];
@@ -110,12 +119,12 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   // Unexpected, or held in our buffer (buffered mode).
   const uint32_t ui = TakeSlot(rx_->unexpected_, rx_->unexpected_free_);
   Unexpected& un = rx_->unexpected_[ui];
-  Peer& p = peers_[peer];
   bool return_credit = true;
   un.used = true;
-  un.credit_held = p.unexpected_buffered >= attr_.credits;
+  un.credit_held = credit_held;
   if (un.credit_held) {
     return_credit = false;
+    ++p.unexpected_withheld;
   } else {
     ++p.unexpected_buffered;
   }
@@ -125,6 +134,7 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   un.payload.assign(payload, payload + len);
   un.handle = m.AddUnexpected({tagged ? h.tag : 0, source, ui});
   ++stats_.unexpected;
+  ++stats_.unexpected_held;
   if (!rendezvous && (h.flags & wire::kAckDelivery)) SendAck(peer, h.msg_id);
   // Buffered: untagged messages are reported at once, tagged ones when a
   // posted tag matches.

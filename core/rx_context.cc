@@ -298,9 +298,11 @@ void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
 void Endpoint::ReleaseUnexpected(uint32_t index) {
   Unexpected& un = rx_->unexpected_[index];
   Endpoint* owner = un.ep;  // Null once that endpoint has closed.
+  if (owner != nullptr) --owner->stats_.unexpected_held;
   if (owner == nullptr) {
     // No credit to return.
   } else if (un.credit_held) {
+    --owner->peers_[un.peer].unexpected_withheld;
     owner->ReturnCredit(un.peer);
   } else {
     --owner->peers_[un.peer].unexpected_buffered;

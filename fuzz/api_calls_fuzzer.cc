@@ -36,6 +36,7 @@
 
 #include "api/softfab/fabric.h"
 #include "fuzz/fuzz_check.h"
+#include "fuzz/input_reader.h"
 
 namespace {
 
@@ -63,26 +64,6 @@ constexpr size_t kLengths[] = {0,   1,    7,    8,    9,    64,   255,   256,
 uint8_t Pattern(uint64_t id, size_t i) {
   return static_cast<uint8_t>(id * 131 + i * 7 + 1);
 }
-
-class Reader {
- public:
-  Reader(const uint8_t* p, size_t n) : p_(p), n_(n) {}
-  bool empty() const { return n_ == 0; }
-  uint8_t U8() {
-    if (n_ == 0) return 0;
-    --n_;
-    return *p_++;
-  }
-  uint64_t Bits(int bytes) {
-    uint64_t v = 0;
-    for (int i = 0; i < bytes; ++i) v |= uint64_t{U8()} << (8 * i);
-    return v;
-  }
-
- private:
-  const uint8_t* p_;
-  size_t n_;
-};
 
 struct Message {  // What a send put on the wire.
   size_t len = 0;
@@ -113,7 +94,7 @@ struct Op {
 
 class Program {
  public:
-  explicit Program(Reader& in) : in_(in) {}
+  explicit Program(softfab::fuzz::InputReader& in) : in_(in) {}
   ~Program() { Close(); }
 
   bool Open();
@@ -172,7 +153,7 @@ class Program {
   bool AnyPending(bool sends_only) const;
   void Close();
 
-  Reader& in_;
+  softfab::fuzz::InputReader& in_;
   sf_fabric* fabric_ = nullptr;
   Node nodes_[kNodes];
   std::vector<std::unique_ptr<Op>> ops_;
@@ -647,7 +628,7 @@ void Program::Close() {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  Reader in(data, size);
+  softfab::fuzz::InputReader in(data, size);
   Program program(in);
   if (!program.Open()) return 0;
   for (size_t i = 0; i < kOpsMax && !in.empty(); ++i) program.Step();

@@ -8,8 +8,13 @@
 #include <vector>
 
 #include "api/softfab/fabric.h"
+#include "backends/sim/sim_fabric.h"
 #include "core/address_vector.h"
+#include "core/completion_queue.h"
+#include "core/endpoint.h"
+#include "core/flags.h"
 #include "core/wire.h"
+#include "fuzz/raw_peer.h"
 
 namespace softfab::testing {
 namespace {
@@ -138,6 +143,53 @@ TEST(HostileRegression, CqRoomAllPromisedStillConnects) {
   EXPECT_EQ(peer_got, 2);
   EXPECT_EQ(in[0], reply);
   EXPECT_EQ(in[1], reply);
+}
+
+// hostile_peer: a peer that ignores its credits (raw verbs, after a real
+// handshake) sent unexpected messages without end, and the endpoint copied
+// every one aside: memory grew with the flood. Now at most 2 x credits per
+// peer are kept; the rest are dropped and counted.
+TEST(HostileRegression, CreditIgnoringFloodIsBounded) {
+  sim::SimConfig config;
+  config.nodes = 2;
+  auto fabric = sim::CreateSimFabric(config);
+  ASSERT_NE(fabric, nullptr);
+  auto pd = fabric->device(0)->AllocPd();
+  ASSERT_TRUE(pd.ok());
+  core::EndpointAttr attr;
+  attr.credits = 8;
+  auto ep = core::Endpoint::Create(fabric->device(0), *pd, attr);
+  ASSERT_TRUE(ep.ok());
+  core::CompletionQueue cq(64);
+  core::AddressVector av(4);
+  ASSERT_TRUE((*ep)->BindCq(&cq, core::kSend | core::kRecv).ok());
+  ASSERT_TRUE((*ep)->BindAv(&av).ok());
+  ASSERT_TRUE((*ep)->Enable().ok());
+  core::Endpoint* victim = ep->get();
+
+  fuzz::RawPeer peer(fabric->device(1));
+  ASSERT_TRUE(peer.ok());
+  wire::CmMessage reply;
+  ASSERT_TRUE(
+      peer.Handshake(
+              victim->name(), 8, [&] { victim->Progress(); }, 100, &reply)
+          .ok());
+  // 200 tagged eager messages nobody posted a receive for, each sent after
+  // the victim has run (so none is refused for want of a buffer).
+  wire::Header h;
+  h.op = wire::Op::kEager;
+  h.flags = wire::kTagged;
+  h.length = 100;
+  h.tag = 7;
+  wire::Encode(h, peer.buffer() + 4096);  // Past the credit word.
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE(peer.Send(4096, wire::kHeaderBytes + 100).ok());
+    fabric->RunUntilIdle();
+    victim->Progress();
+    EXPECT_EQ(peer.PollSends(), 0);
+  }
+  EXPECT_EQ(victim->stats().unexpected_held, 2u * attr.credits);
+  EXPECT_EQ(victim->stats().overrun_dropped, 200u - 2 * attr.credits);
 }
 
 }  // namespace
