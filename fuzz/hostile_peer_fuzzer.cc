@@ -233,6 +233,7 @@ void Attack::Progress(int rounds) {
   for (int i = 0; i < rounds; ++i) {
     ReadVictim();
     raw_->PollSends();
+    raw_->PollRcRecvs();
     CheckBound();
   }
 }

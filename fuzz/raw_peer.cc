@@ -10,6 +10,7 @@ namespace tp = ::softfab::transport;
 
 namespace {
 constexpr uint64_t kCmRecvTag = 1ull << 40;  // wr_id of a CM receive slot.
+constexpr uint64_t kRcRecvTag = 1ull << 41;  // wr_id of an RC receive slot.
 constexpr size_t kGrhBytes = 40;
 constexpr uint32_t kDepth = 256;
 
@@ -55,7 +56,7 @@ RawPeer::RawPeer(tp::Device* device) : device_(device) {
   init.cap.max_recv_sge = 1;
   auto ud = pd_->CreateQp(init);
   init.qp_type = tp::QpType::kRc;
-  init.cap.max_recv_wr = kDepth;
+  init.cap.max_recv_wr = kRcRecvSlots;
   auto rc = pd_->CreateQp(init);
   if (!ud.ok() || !rc.ok()) return;
   ud_ = *ud;
@@ -93,6 +94,18 @@ Status RawPeer::PostCmRecv(uint32_t slot) {
   wr.num_sge = 1;
   const tp::RecvWr* bad = nullptr;
   return ud_->PostRecv(&wr, &bad);
+}
+
+Status RawPeer::PostRcRecv(uint32_t slot) {
+  tp::Sge sge{reinterpret_cast<uint64_t>(buffer_.data() + kRcRecvOffset +
+                                         slot * kRcSlotBytes),
+              static_cast<uint32_t>(kRcSlotBytes), mr_->lkey()};
+  tp::RecvWr wr;
+  wr.wr_id = kRcRecvTag | slot;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  const tp::RecvWr* bad = nullptr;
+  return rc_->PostRecv(&wr, &bad);
 }
 
 Status RawPeer::SendCm(const wire::Name& to, const uint8_t* bytes, size_t len) {
@@ -134,21 +147,45 @@ wire::CmMessage RawPeer::Cm(wire::CmType type, uint64_t request_id,
   return m;
 }
 
-bool RawPeer::ReceiveCm(wire::CmMessage* m) {
-  tp::WorkCompletion wc[8];
-  bool got = false;
-  while (!got) {
-    const int n = recv_cq_->Poll(1, wc);
-    if (n <= 0) break;
-    if (!(wc[0].wr_id & kCmRecvTag)) continue;  // An RC receive (none posted).
-    const uint32_t slot = static_cast<uint32_t>(wc[0].wr_id & 0xFFFF);
-    if (wc[0].status == tp::WcStatus::kSuccess && wc[0].byte_len > kGrhBytes) {
-      got = wire::DecodeCm(cm_.data() + slot * kCmSlotBytes + kGrhBytes,
-                           wc[0].byte_len - kGrhBytes, m);
+bool RawPeer::PollRecv(wire::CmMessage* m, int* rc_messages, bool* empty) {
+  tp::WorkCompletion wc;
+  *empty = recv_cq_->Poll(1, &wc) <= 0;
+  if (*empty) return false;
+  const uint32_t slot = static_cast<uint32_t>(wc.wr_id & 0xFFFF);
+  const bool flushed = wc.status == tp::WcStatus::kWrFlushErr;
+  if (wc.wr_id & kRcRecvTag) {
+    *rc_messages += wc.status == tp::WcStatus::kSuccess;
+    // After an error the QP is reset on the next ConnectRc, which posts
+    // the receives again.
+    if (!flushed && rc_->state() != tp::QpState::kError) {
+      (void)PostRcRecv(slot);
     }
-    if (wc[0].status != tp::WcStatus::kWrFlushErr) (void)PostCmRecv(slot);
+    return false;
   }
+  bool got = false;
+  if (wc.status == tp::WcStatus::kSuccess && wc.byte_len > kGrhBytes) {
+    got = wire::DecodeCm(cm_.data() + slot * kCmSlotBytes + kGrhBytes,
+                         wc.byte_len - kGrhBytes, m);
+  }
+  if (!flushed) (void)PostCmRecv(slot);
   return got;
+}
+
+bool RawPeer::ReceiveCm(wire::CmMessage* m) {
+  int rc_messages = 0;
+  bool empty = false;
+  while (!empty) {
+    if (PollRecv(m, &rc_messages, &empty)) return true;
+  }
+  return false;
+}
+
+int RawPeer::PollRcRecvs() {
+  int rc_messages = 0;
+  bool empty = false;
+  wire::CmMessage ignored;
+  while (!empty) (void)PollRecv(&ignored, &rc_messages, &empty);
+  return rc_messages;
 }
 
 Status RawPeer::Handshake(const wire::Name& to, uint32_t credits,
@@ -204,9 +241,16 @@ Status RawPeer::ConnectRc(const wire::Name& to, uint32_t remote_qpn,
   a.retry_cnt = 3;
   a.rnr_retry = 3;  // A flood that the receiver refuses ends, in error.
   a.max_rd_atomic = 1;
-  return rc_->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
-                            tp::kQpRetryCnt | tp::kQpRnrRetry |
-                            tp::kQpMaxQpRdAtomic);
+  if (Status s = rc_->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
+                                    tp::kQpRetryCnt | tp::kQpRnrRetry |
+                                    tp::kQpMaxQpRdAtomic);
+      !s.ok()) {
+    return s;
+  }
+  for (uint32_t i = 0; i < kRcRecvSlots; ++i) {
+    if (Status s = PostRcRecv(i); !s.ok()) return s;
+  }
+  return Status::Ok();
 }
 
 Status RawPeer::BreakRc() {

@@ -31,6 +31,11 @@ class RawPeer {
   static constexpr size_t kBufferBytes = 1 << 17;
   static constexpr size_t kCmRecvSlots = 16;
   static constexpr size_t kCmSlotBytes = 40 + 256;  // GRH + datagram.
+  // Receives kept posted on the RC QP (in the upper half of buffer()), so
+  // that what a peer sends it lands rather than waits on RNR forever.
+  static constexpr size_t kRcRecvSlots = 8;
+  static constexpr size_t kRcSlotBytes = 8192;
+  static constexpr size_t kRcRecvOffset = kBufferBytes / 2;
 
   // Creates the objects on `device`; ok() says whether that worked.
   explicit RawPeer(transport::Device* device);
@@ -75,9 +80,16 @@ class RawPeer {
   Status Write(size_t offset, size_t len, uint64_t remote_addr, uint32_t rkey);
   // Reaps the send completions; returns how many were errors.
   int PollSends();
+  // Reaps what arrived on the RC QP (reposting the receives); returns how
+  // many messages did.
+  int PollRcRecvs();
 
  private:
   Status PostCmRecv(uint32_t slot);
+  Status PostRcRecv(uint32_t slot);
+  // Polls the receive CQ once: a CM datagram decoded into *m (true), an RC
+  // receive counted in *rc_messages; either slot reposted.
+  bool PollRecv(wire::CmMessage* m, int* rc_messages, bool* empty);
   // One work request on the RC QP from buffer() + offset.
   Status Post(transport::WrOpcode opcode, size_t offset, size_t len,
               uint64_t remote_addr, uint32_t rkey);
