@@ -10,6 +10,7 @@ build_packages=(
   g++ python3 clang-format           # compiler, test-count script, formatting
   libgtest-dev libgmock-dev libbenchmark-dev
   libuv1-dev libibverbs-dev librdmacm-dev
+  clang-14 libclang-rt-14-dev        # the fuzz targets (libFuzzer, ASan, UBSan)
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.
