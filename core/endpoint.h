@@ -374,6 +374,9 @@ class Endpoint {
 
   // What arrives on RC connections (message_arrival.cc).
   void OnBounce(const transport::WorkCompletion& wc);
+  // Whether the message in bounce completion `wc` must wait in held_: it may
+  // write an unreserved entry and the receive CQ has no room for one.
+  bool ArrivalWaitsForRoom(const transport::WorkCompletion& wc) const;
   // A message arrived from `peer`: matched, or kept as unexpected. False when
   // its credit is withheld until a receive takes it.
   bool OnMessage(uint32_t peer, const wire::Header& h, const uint8_t* payload,
@@ -529,6 +532,9 @@ class Endpoint {
   // looks at beyond the CQs.
   std::vector<uint32_t> busy_;
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
+  // Bounce completions of messages waiting for receive CQ room, in arrival
+  // order (at most the bounce buffers there are: theirs are not reposted).
+  std::deque<transport::WorkCompletion> held_;
 
   Stats stats_;
 };

@@ -80,6 +80,27 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   if (return_credit) ReturnCredit(peer);
 }
 
+bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
+  if (rx_cq_ == nullptr || rx_cq_->HasRoom() || !rx_->ArrivalsMayNeedRoom() ||
+      wc.status != tp::WcStatus::kSuccess) {
+    return false;
+  }
+  auto it = peer_by_qpn_.find(wc.qp_num);
+  wire::Header h;
+  if (it == peer_by_qpn_.end() ||
+      !wire::Decode(BounceAt(static_cast<uint32_t>(IndexOf(wc.wr_id))),
+                    wc.byte_len, &h) ||
+      (h.op != wire::Op::kEager && h.op != wire::Op::kRendezvous)) {
+    return false;  // Acks, read-dones and bad headers write no entry.
+  }
+  if (rx_->attr_.buffered) return true;
+  // Only a multi-recv buffer writes an entry per message.
+  const bool tagged = h.flags & wire::kTagged;
+  auto r = rx_->matchers_[tagged].FindReceive(tagged ? h.tag : 0,
+                                              SourceOf(it->second));
+  return r && (rx_->ops_[rx_->of_handle_[tagged][r->index]].flags & kMultiRecv);
+}
+
 bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
                          const uint8_t* payload, size_t len) {
   const bool rendezvous = h.op == wire::Op::kRendezvous;

@@ -6,7 +6,7 @@
 # corpus fuzz/corpus/TARGET. New inputs go to a scratch corpus (SOFTFAB_FUZZ_WORK, default
 # a directory under ${TMPDIR:-/tmp}), not into the repository; a crash is written there as
 # crash-* and the exit status is non-zero. Ends with one line:
-#   fuzz TARGET: SECONDS s, N execs, pass|fail
+#   fuzz TARGET: S s, N execs, pass|fail       (S: the seconds it really ran)
 # Environment: CC (default clang-14), SOFTFAB_FUZZ_OUTPUT_BASE, SOFTFAB_FUZZ_WORK.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,16 +30,18 @@ fi
 bin="$(bazel --output_base="$output_base" info --config=fuzz bazel-bin 2>/dev/null)/fuzz/$target"
 
 log="$work/fuzz.log"
+start=$(date +%s)
 # -rss_limit_mb: a run that grows past 2 GB is a finding (memory must stay bounded).
 "$bin" -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=25 -print_final_stats=1 \
   -artifact_prefix="$work/artifacts/" "$@" "$work/corpus" "fuzz/corpus/$target" \
   >"$log" 2>&1
 rc=$?
+elapsed=$(( $(date +%s) - start ))
 tail -n 25 "$log"
 execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
 if [ "$rc" -eq 0 ]; then
-  echo "fuzz $target: $seconds s, ${execs:-0} execs, pass"
+  echo "fuzz $target: $elapsed s, ${execs:-0} execs, pass"
 else
-  echo "fuzz $target: $seconds s, ${execs:-0} execs, fail (exit $rc; inputs in $work/artifacts)"
+  echo "fuzz $target: $elapsed s, ${execs:-0} execs, fail (exit $rc; inputs in $work/artifacts)"
 fi
 exit "$rc"

@@ -145,6 +145,51 @@ TEST(HostileRegression, CqRoomAllPromisedStillConnects) {
   EXPECT_EQ(in[1], reply);
 }
 
+// api_calls (after the first fix): with a multi-recv buffer posted, which may
+// write entries nobody reserved, progress again stopped reading the transport
+// once every CQ slot was promised, and the connection never came up. Now only
+// the messages bound for that buffer wait for room.
+TEST(HostileRegression, CqRoomAllPromisedWithMultiRecvStillConnects) {
+  Pair p(/*cq_size=*/3);
+  std::vector<uint8_t> multi(65536), in(64, 0), out(64, 3);
+  int contexts[3];
+  iovec iov{multi.data(), multi.size()};
+  sf_msg msg{&iov, nullptr, 1, SF_ADDR_UNSPEC, &contexts[0], 0};
+  ASSERT_EQ(sf_recvmsg(p.ep[0], &msg, SF_MULTI_RECV), 0);
+  ASSERT_EQ(sf_trecv(p.ep[0], in.data(), 64, nullptr, SF_ADDR_UNSPEC, 5, 0,
+                     &contexts[1]),
+            0);
+  ASSERT_EQ(sf_send(p.ep[0], out.data(), 64, nullptr, p.addr[1], &contexts[2]),
+            0);
+  const std::vector<uint8_t> reply(64, 9);
+  std::vector<uint8_t> sink(64);
+  ASSERT_EQ(sf_recv(p.ep[1], sink.data(), 64, nullptr, SF_ADDR_UNSPEC, nullptr),
+            0);
+  int done = 0, errors = 0;
+  bool replied = false;
+  for (int round = 0; round < 200 && done < 2; ++round) {
+    sf_cq_tagged_entry e;
+    while (sf_cq_read(p.cq[1], &e, 1) == 1) {
+      if (!(e.flags & SF_RECV) || replied) continue;
+      replied = true;
+      EXPECT_EQ(
+          sf_tsend(p.ep[1], reply.data(), 64, nullptr, p.addr[0], 5, nullptr),
+          0);
+    }
+    const ssize_t n = sf_cq_sread(p.cq[0], &e, 1, nullptr, 1);
+    if (n == 1) ++done;
+    if (n == -SF_EAVAIL) {
+      sf_cq_err_entry err{};
+      ASSERT_GT(sf_cq_readerr(p.cq[0], &err, 0), 0);
+      ++done;
+      ++errors;
+    }
+  }
+  EXPECT_EQ(done, 2);  // The send and the tagged receive.
+  EXPECT_EQ(errors, 0);
+  EXPECT_EQ(in, reply);
+}
+
 // hostile_peer: a peer that ignores its credits (raw verbs, after a real
 // handshake) sent unexpected messages without end, and the endpoint copied
 // every one aside: memory grew with the flood. Now at most 2 x credits per
