@@ -259,7 +259,10 @@ class Endpoint {
     uint64_t request_id = 0;   // Our outstanding CM request.
     uint64_t answered_id = 0;  // Their request we replied to.
     uint32_t remote_qpn = 0;
+    // Connecting: the next CM retry. Accepted and not yet ready: when the
+    // peer counts as gone if it has not spoken (sends waiting).
     uint64_t retry_at_ns = 0;
+    bool deadline_armed = false;  // That deadline has a wakeup scheduled.
     uint32_t retries = 0;
     PeerCredits credits;
     uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
@@ -433,7 +436,8 @@ class Endpoint {
   // The next CM retry for `p`, cm_retry_ns after `now`.
   void ArmCmTimer(Peer& p, uint64_t now);
   // Resends the requests of connecting peers whose timer ran out; fails
-  // those out of retries.
+  // those out of retries, and accepted ones whose peer never spoke (sends
+  // waiting) by their deadline.
   void RetryConnects(uint64_t now);
   wire::CmType RequestType() const {
     return attr_.type == EndpointType::kMsg ? wire::CmType::kConnect

@@ -172,6 +172,15 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     OnConnected(peer, /*ready=*/false);
     if (p.state == PeerState::kConnected) {
       (void)SendCm(peer, wire::CmType::kReply);
+      // Sends queued here wait for the peer's first message (the IB CM's
+      // RTU). The peer may have given up before our reply reached it; then
+      // that message never comes, and past the time its requests and its
+      // first SEND's retransmissions could take, the peer fails: nothing
+      // waits forever.
+      p.retry_at_ns = device_->clock().NowNs() +
+                      uint64_t{attr_.cm_retries_max} * attr_.cm_retry_ns +
+                      (uint64_t{4096} << attr_.rc_timeout) * (kRetryCount + 1);
+      p.deadline_armed = false;  // Armed once a send waits for it.
     }
   };
   if (m.type == wire::CmType::kRequest) {
@@ -260,6 +269,16 @@ void Endpoint::RetryConnects(uint64_t now) {
   for (size_t k = 0; k < busy_.size(); ++k) {
     const uint32_t i = busy_[k];
     Peer& p = peers_[i];
+    if (attr_.type == EndpointType::kRdm && p.state == PeerState::kConnected &&
+        !p.ready && !p.waiting.empty()) {
+      if (now >= p.retry_at_ns) {
+        FailPeer(i, EHOSTUNREACH);  // Accepted, and the peer never spoke.
+      } else if (!p.deadline_armed) {
+        p.deadline_armed = true;
+        device_->ScheduleWakeup(p.retry_at_ns);
+      }
+      continue;
+    }
     if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
     if (++p.retries > attr_.cm_retries_max) {
       FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH);

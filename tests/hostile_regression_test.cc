@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "api/softfab/fabric.h"
@@ -187,6 +188,47 @@ TEST(HostileRegression, CqRoomAllPromisedWithMultiRecvStillConnects) {
   EXPECT_EQ(done, 2);  // The send and the tagged receive.
   EXPECT_EQ(errors, 0);
   EXPECT_EQ(in, reply);
+}
+
+// api_calls: A sends to B, whose owner does not drive progress until A's
+// connection requests have run out (A's send fails). Then B sends to A and
+// accepts A's last request on the way: its send waited for A's first message
+// on a connection A had given up, for ever. Now it fails once A has had time
+// to speak. Either order of the two names, since which request wins depends
+// on it.
+TEST(HostileRegression, AcceptedPeerThatNeverSpeaksFailsTheSends) {
+  for (int a : {0, 1}) {
+    SCOPED_TRACE("A is node " + std::to_string(a));
+    const int b = 1 - a;
+    Pair p(/*cq_size=*/64);
+    std::vector<uint8_t> out(64, 1);
+    int context_a = 0, context_b = 0;
+    ASSERT_EQ(sf_send(p.ep[a], out.data(), 64, nullptr, p.addr[b], &context_a),
+              0);
+    sf_cq_err_entry err{};
+    sf_cq_tagged_entry e;
+    ssize_t n = 0;
+    for (int i = 0; i < 100 && n != -SF_EAVAIL; ++i) {
+      n = sf_cq_sread(p.cq[a], &e, 1, nullptr, 1);
+    }
+    ASSERT_EQ(n, -SF_EAVAIL);
+    ASSERT_GT(sf_cq_readerr(p.cq[a], &err, 0), 0);
+    EXPECT_EQ(err.err, SF_EHOSTUNREACH);
+    ASSERT_EQ(sf_send(p.ep[b], out.data(), 64, nullptr, p.addr[a], &context_b),
+              0);
+    bool done = false;
+    for (int i = 0; i < 2000 && !done; ++i) {
+      (void)sf_cq_sread(p.cq[a], &e, 1, nullptr, 1);
+      n = sf_cq_sread(p.cq[b], &e, 1, nullptr, 1);
+      if (n == -SF_EAVAIL) {
+        ASSERT_GT(sf_cq_readerr(p.cq[b], &err, 0), 0);
+        EXPECT_EQ(err.op_context, &context_b);
+        done = true;
+      }
+      done |= n == 1;
+    }
+    EXPECT_TRUE(done) << "B's send never completed";
+  }
 }
 
 // hostile_peer: a peer that ignores its credits (raw verbs, after a real
