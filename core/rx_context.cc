@@ -167,7 +167,11 @@ Status Endpoint::Recv(const RecvArgs& a) {
                            (a.flags & kMultiRecv) || rx_->attr_.buffered;
   // Like sends, every receive holds a CQ slot for its final entry (an error
   // or a cancel is always reported).
+  // A multi-recv buffer registers as a writer of unreserved entries first,
+  // so that its own reservation leaves a slot for its first message.
+  if (a.flags & kMultiRecv) rx_->cq_->AddUnreservedWriter();
   if (Status s = rx_->cq_->Reserve(); !s.ok()) {
+    if (a.flags & kMultiRecv) rx_->cq_->RemoveUnreservedWriter();
     ++stats_.eagain;
     return s;
   }
@@ -270,7 +274,10 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/last);
   }
   if (last) {
-    if (r.flags & kMultiRecv) --rx_->multi_recv_held_;
+    if (r.flags & kMultiRecv) {
+      --rx_->multi_recv_held_;
+      rx_->cq_->RemoveUnreservedWriter();
+    }
     r.used = false;
     rx_->free_.push_back(rx_index);
   }

@@ -81,6 +81,18 @@ struct Pair {
       EXPECT_EQ(sf_av_insert(av[i], names, 2, addr, 0, nullptr), 2);
     }
   }
+  // At node 0: a multi-recv buffer (context contexts[0]), then a receive
+  // tagged 5 (contexts[1]). 0, or the first failure.
+  ssize_t PostMultiRecvAndTagged(std::vector<uint8_t>* multi,
+                                 std::vector<uint8_t>* tagged, int* contexts) {
+    iovec iov{multi->data(), multi->size()};
+    sf_msg msg{&iov, nullptr, 1, SF_ADDR_UNSPEC, &contexts[0], 0};
+    if (ssize_t rc = sf_recvmsg(ep[0], &msg, SF_MULTI_RECV); rc != 0) {
+      return rc;
+    }
+    return sf_trecv(ep[0], tagged->data(), tagged->size(), nullptr,
+                    SF_ADDR_UNSPEC, 5, 0, &contexts[1]);
+  }
   // Waits up to 1 ms (virtual) for an entry at node 0: counts it in *done,
   // and in *errors too if it is an error entry.
   void WaitOnNode0(int* done, int* errors) {
@@ -155,17 +167,13 @@ TEST(HostileRegression, CqRoomAllPromisedStillConnects) {
 // api_calls (after the first fix): with a multi-recv buffer posted, which may
 // write entries nobody reserved, progress again stopped reading the transport
 // once every CQ slot was promised, and the connection never came up. Now only
-// the messages bound for that buffer wait for room.
+// the messages bound for that buffer wait for room. (Since the fix below a
+// multi-recv buffer keeps a slot free, so the three posts take 4 slots.)
 TEST(HostileRegression, CqRoomAllPromisedWithMultiRecvStillConnects) {
-  Pair p(/*cq_size=*/3);
+  Pair p(/*cq_size=*/4);
   std::vector<uint8_t> multi(65536), in(64, 0), out(64, 3);
   int contexts[3];
-  iovec iov{multi.data(), multi.size()};
-  sf_msg msg{&iov, nullptr, 1, SF_ADDR_UNSPEC, &contexts[0], 0};
-  ASSERT_EQ(sf_recvmsg(p.ep[0], &msg, SF_MULTI_RECV), 0);
-  ASSERT_EQ(sf_trecv(p.ep[0], in.data(), 64, nullptr, SF_ADDR_UNSPEC, 5, 0,
-                     &contexts[1]),
-            0);
+  ASSERT_EQ(p.PostMultiRecvAndTagged(&multi, &in, contexts), 0);
   ASSERT_EQ(sf_send(p.ep[0], out.data(), 64, nullptr, p.addr[1], &contexts[2]),
             0);
   const std::vector<uint8_t> reply(64, 9);
@@ -229,6 +237,34 @@ TEST(HostileRegression, AcceptedPeerThatNeverSpeaksFailsTheSends) {
     }
     EXPECT_TRUE(done) << "B's send never completed";
   }
+}
+
+// api_calls (after the fixes above): a message bound for a multi-recv buffer
+// waits for CQ room (its entry is not reserved), but when every slot was
+// promised to receives waiting for messages, no room could ever come. Now a
+// posted multi-recv buffer keeps one slot unpromised: the post that would take
+// it gets EAGAIN, and the buffer's messages land.
+TEST(HostileRegression, MultiRecvKeepsASlotForItsMessages) {
+  Pair p(/*cq_size=*/3);
+  std::vector<uint8_t> multi(65536), in(64);
+  int contexts[3];
+  ASSERT_EQ(p.PostMultiRecvAndTagged(&multi, &in, contexts), 0);
+  EXPECT_EQ(sf_trecv(p.ep[0], in.data(), 64, nullptr, SF_ADDR_UNSPEC, 6, 0,
+                     &contexts[2]),
+            -SF_EAGAIN);
+  std::vector<uint8_t> out(100, 4);
+  ASSERT_EQ(
+      sf_send(p.ep[1], out.data(), out.size(), nullptr, p.addr[0], nullptr), 0);
+  sf_cq_tagged_entry e{};
+  ssize_t n = 0;
+  for (int i = 0; i < 200 && n != 1; ++i) {
+    (void)sf_cq_read(p.cq[1], nullptr, 0);
+    n = sf_cq_sread(p.cq[0], &e, 1, nullptr, 1);
+  }
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(e.op_context, &contexts[0]);
+  EXPECT_EQ(e.len, out.size());
+  EXPECT_EQ(std::vector<uint8_t>(multi.begin(), multi.begin() + 100), out);
 }
 
 // hostile_peer: a peer that ignores its credits (raw verbs, after a real
