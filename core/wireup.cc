@@ -241,6 +241,16 @@ void Endpoint::FailPeer(uint32_t peer, int err, const wire::CmMessage* cm) {
     }
   }
   p.failed_err = err;
+  if (p.qp != nullptr && attr_.type == EndpointType::kRdm &&
+      was != PeerState::kFailed) {
+    // The far side may still think the connection up (it connected with a
+    // reply of ours that arrived late): with our QP in error its next SEND
+    // goes unanswered and fails there too, instead of waiting for ever on
+    // an answer (a rendezvous read-done) nobody will send.
+    tp::QpAttr a;
+    a.qp_state = tp::QpState::kError;
+    (void)p.qp->Modify(a, tp::kQpState);
+  }
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();

@@ -267,6 +267,47 @@ TEST(HostileRegression, MultiRecvKeepsASlotForItsMessages) {
   EXPECT_EQ(std::vector<uint8_t>(multi.begin(), multi.begin() + 100), out);
 }
 
+// api_calls (after the half-open fix): B accepted A's request and, A's owner
+// not driving progress, failed the peer at its deadline; A then connected
+// with B's late reply and sent a rendezvous request, and waited for ever for
+// the read-done of a connection B had given up. Now B's QP goes to error when
+// it fails the peer, so A's send fails too.
+TEST(HostileRegression, PeerFailedOnOneSideFailsOnTheOther) {
+  for (int a : {0, 1}) {
+    SCOPED_TRACE("A is node " + std::to_string(a));
+    const int b = 1 - a;
+    Pair p(/*cq_size=*/64);
+    std::vector<uint8_t> big(20000, 1), small(8, 2);
+    int context_a = 0, context_b = 0;
+    ASSERT_EQ(sf_send(p.ep[a], big.data(), big.size(), nullptr, p.addr[b],
+                      &context_a),
+              0);
+    ASSERT_EQ(sf_send(p.ep[b], small.data(), small.size(), nullptr, p.addr[a],
+                      &context_b),
+              0);
+    sf_cq_tagged_entry e;
+    sf_cq_err_entry err{};
+    // Only B's owner drives progress, for 700 ms (virtual).
+    for (int i = 0; i < 700; ++i) {
+      if (sf_cq_sread(p.cq[b], &e, 1, nullptr, 1) == -SF_EAVAIL) {
+        ASSERT_GT(sf_cq_readerr(p.cq[b], &err, 0), 0);
+      }
+    }
+    // Then both: A's send must end, one way or the other.
+    bool done = false;
+    for (int i = 0; i < 3000 && !done; ++i) {
+      (void)sf_cq_sread(p.cq[b], &e, 1, nullptr, 1);
+      const ssize_t n = sf_cq_sread(p.cq[a], &e, 1, nullptr, 1);
+      if (n == -SF_EAVAIL) {
+        ASSERT_GT(sf_cq_readerr(p.cq[a], &err, 0), 0);
+        done = err.op_context == &context_a;
+      }
+      done |= n == 1 && e.op_context == &context_a;
+    }
+    EXPECT_TRUE(done) << "A's send never completed";
+  }
+}
+
 // hostile_peer: a peer that ignores its credits (raw verbs, after a real
 // handshake) sent unexpected messages without end, and the endpoint copied
 // every one aside: memory grew with the flood. Now at most 2 x credits per
