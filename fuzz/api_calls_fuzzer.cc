@@ -162,6 +162,8 @@ class Program {
   std::vector<std::unique_ptr<Op>> ops_;
   std::map<uint64_t, Message> sent_;
   uint64_t next_id_ = 1;
+  uint64_t entries_ = 0;  // Completions seen (to tell quiet rounds).
+  uint64_t entries_at_round_ = 0;
   uint64_t injects_ = 0;       // Accepted injects (each may report an error).
   bool discarded_ = false;     // An FI_DISCARD may have taken a message.
   bool unidentified_ = false;  // A message was received cut below its id.
@@ -463,6 +465,7 @@ void Program::OnEntry(int node, void* context, uint64_t flags, size_t len,
                       void* buf, uint64_t data, uint64_t tag, int err,
                       size_t olen) {
   Op* op = static_cast<Op*>(context);
+  ++entries_;
   Trace("node %d entry %p flags %llx len %zu err %d olen %zu\n", node, context,
         static_cast<unsigned long long>(flags), len, err, olen);
   if (op == nullptr) {  // A failed inject.
@@ -577,7 +580,10 @@ void Program::Finish() {
   Op* drain[kNodes][2] = {};
   int after = 0;
   for (int round = 0; round < kDrainRounds && after < 8; ++round) {
-    if (!AnyPending(true)) ++after;
+    // Eight quiet rounds in a row (no send pending, nothing completed) end
+    // it: one drain receive takes one message per round.
+    after = !AnyPending(true) && entries_ == entries_at_round_ ? after + 1 : 0;
+    entries_at_round_ = entries_;
     for (int node = 0; node < kNodes; ++node) {
       for (int t = 0; t < 2; ++t) {
         if (drain[node][t] && drain[node][t]->pending) continue;

@@ -220,6 +220,7 @@ void Attack::ReadVictim() {
     if (n == -core::CompletionQueue::kErrAvail) {
       core::CqErrEntry x;
       FUZZ_CHECK(honest_.cq->ReadError(&x).ok());
+      std::fprintf(stderr, "honest send failed: error %d\n", x.err);
       FUZZ_CHECK(false);  // An honest send failed.
     }
     if (n <= 0) break;
