@@ -16,6 +16,7 @@
 #include "core/flags.h"
 #include "core/wire.h"
 #include "fuzz/raw_peer.h"
+#include "tests/messaging_harness.h"
 
 namespace softfab::testing {
 namespace {
@@ -306,6 +307,29 @@ TEST(HostileRegression, PeerFailedOnOneSideFailsOnTheOther) {
     }
     EXPECT_TRUE(done) << "A's send never completed";
   }
+}
+
+// hostile_peer: one CM datagram larger than the CM's receive slots (168
+// bytes) moved the endpoint's UD QP to ERROR (rxe's rule for a datagram
+// that does not fit its receive), and the endpoint could never connect to
+// anyone again. The slots now hold anything the path MTU lets through.
+TEST(HostileRegression, OversizedCmDatagramLeavesTheCmWorking) {
+  Cluster c(3);
+  fuzz::RawPeer peer(c.fabric().device(2));
+  ASSERT_TRUE(peer.ok());
+  std::vector<uint8_t> junk(1000, 0xFF);
+  ASSERT_TRUE(peer.SendCm(c[1].ep->name(), junk.data(), junk.size()).ok());
+  c.ProgressAll();
+  // An honest peer still connects and delivers.
+  std::vector<uint8_t> out(64, 5), in(64, 0);
+  iovec siov, riov;
+  ASSERT_TRUE(c[1].ep->Recv(TRecv(in.data(), 64, 1, 0, &in, &riov)).ok());
+  ASSERT_TRUE(
+      c[0].ep->Send(TSend(out.data(), 64, c[0].addr[1], 1, &out, &siov)).ok());
+  core::CqEntry e;
+  ASSERT_EQ(c.ReadOne(1, &e), 1);
+  EXPECT_EQ(e.op_context, &in);
+  EXPECT_EQ(in, out);
 }
 
 // hostile_peer: a peer that ignores its credits (raw verbs, after a real
