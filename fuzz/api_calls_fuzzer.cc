@@ -592,10 +592,24 @@ void Program::Finish() {
         op->bufs.emplace_back(kDrainBytes, kCanary);
         void* buf = op->bufs[0].data();
         Trace("node %d drain recv%d %p\n", node, t, static_cast<void*>(op));
-        Posted(op, t ? sf_trecv(nodes_[node].ep, buf, kDrainBytes, nullptr,
-                                SF_ADDR_UNSPEC, 0, ~uint64_t{0}, op)
-                     : sf_recv(nodes_[node].ep, buf, kDrainBytes, nullptr,
-                               SF_ADDR_UNSPEC, op));
+        const ssize_t rc =
+            t ? sf_trecv(nodes_[node].ep, buf, kDrainBytes, nullptr,
+                         SF_ADDR_UNSPEC, 0, ~uint64_t{0}, op)
+              : sf_recv(nodes_[node].ep, buf, kDrainBytes, nullptr,
+                        SF_ADDR_UNSPEC, op);
+        Posted(op, rc);
+        if (rc == -SF_EAGAIN) {
+          // The program's own receives hold the CQ (or every receive slot):
+          // cancel the oldest, as an application would, to make room.
+          for (auto& other : ops_) {
+            if (other->pending && other->node == node &&
+                other->kind != Op::kSend && other.get() != drain[node][0] &&
+                other.get() != drain[node][1]) {
+              (void)sf_cancel(&nodes_[node].ep->fid, other.get());
+              break;
+            }
+          }
+        }
       }
       Read(node, 1);
     }
