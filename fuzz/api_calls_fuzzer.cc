@@ -500,8 +500,9 @@ void Program::OnEntry(int node, void* context, uint64_t flags, size_t len,
   } else {
     FUZZ_CHECK(err == SF_ECANCELED || err == SF_EIO);
   }
-  // A multi-recv buffer ends with the entry that carries SF_MULTI_RECV.
-  if (op->kind != Op::kMultiRecv || (flags & SF_MULTI_RECV) || err != 0) {
+  // A multi-recv buffer ends with the entry that carries SF_MULTI_RECV (a
+  // cancel's too); a message truncated into it is an entry of its own.
+  if (op->kind != Op::kMultiRecv || (flags & SF_MULTI_RECV)) {
     Done(op);
   }
 }
