@@ -581,9 +581,17 @@ void Program::Finish() {
   Op* drain[kNodes][2] = {};
   int after = 0;
   for (int round = 0; round < kDrainRounds && after < 8; ++round) {
-    // Eight quiet rounds in a row (no send pending, nothing completed) end
-    // it: one drain receive takes one message per round.
-    after = !AnyPending(true) && entries_ == entries_at_round_ ? after + 1 : 0;
+    // Eight quiet rounds in a row (no send pending, nothing completed, the
+    // catch-all receives posted) end it: one drain receive takes one
+    // message per round, and cannot be posted while the CQ is held (also by
+    // FI_INJECT sends that report nothing).
+    bool drains_posted = true;
+    for (auto& node_drains : drain) {
+      for (Op* d : node_drains) drains_posted &= d != nullptr && d->pending;
+    }
+    after = !AnyPending(true) && drains_posted && entries_ == entries_at_round_
+                ? after + 1
+                : 0;
     entries_at_round_ = entries_;
     for (int node = 0; node < kNodes; ++node) {
       for (int t = 0; t < 2; ++t) {
