@@ -18,7 +18,7 @@ StatusOr<uint64_t> AddressVector::Insert(const wire::Name& name) {
   }
   by_name_.emplace(name, index);
   ++generation_;
-  by_lid_qpn_.emplace(std::make_pair(name.lid, name.cm_qpn), index);
+  by_lid_qpn_[std::make_pair(name.lid, name.cm_qpn)].insert(index);
   return index;
 }
 
@@ -27,7 +27,11 @@ Status AddressVector::Remove(uint64_t index) {
     return InvalidArgument("no address at that index");
   }
   by_name_.erase(*names_[index]);
-  by_lid_qpn_.erase(std::make_pair(names_[index]->lid, names_[index]->cm_qpn));
+  const auto key = std::make_pair(names_[index]->lid, names_[index]->cm_qpn);
+  if (auto it = by_lid_qpn_.find(key); it != by_lid_qpn_.end()) {
+    it->second.erase(index);
+    if (it->second.empty()) by_lid_qpn_.erase(it);
+  }
   names_[index].reset();
   free_.insert(index);
   ++generation_;
@@ -43,7 +47,7 @@ std::optional<uint64_t> AddressVector::FindByLidQpn(uint16_t lid,
                                                     uint32_t qpn) const {
   auto it = by_lid_qpn_.find(std::make_pair(lid, qpn));
   if (it == by_lid_qpn_.end()) return std::nullopt;
-  return it->second;
+  return *it->second.begin();
 }
 
 std::optional<uint64_t> AddressVector::Find(const wire::Name& name) const {

@@ -34,7 +34,8 @@ class AddressVector {
   // cached until then.
   uint64_t generation() const { return generation_; }
   // The address whose name has this LID and QP number (how a UD completion
-  // names its sender), if any.
+  // names its sender), if any; the lowest one when several names share them
+  // (on RoCE every LID is 0).
   std::optional<uint64_t> FindByLidQpn(uint16_t lid, uint32_t qpn) const;
   size_t count() const { return by_name_.size(); }
 
@@ -44,7 +45,9 @@ class AddressVector {
   uint64_t generation_ = 0;
   std::set<uint64_t> free_;  // Removed indices, reused lowest first.
   std::map<wire::Name, uint64_t> by_name_;
-  std::map<std::pair<uint16_t, uint32_t>, uint64_t> by_lid_qpn_;
+  // Every live index per (LID, QP number): removing one name must not hide
+  // another that shares them.
+  std::map<std::pair<uint16_t, uint32_t>, std::set<uint64_t>> by_lid_qpn_;
 };
 
 }  // namespace softfab::core

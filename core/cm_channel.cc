@@ -1,6 +1,8 @@
 // CmChannel (see cm_channel.h): the connection manager's datagram slots.
 #include "core/cm_channel.h"
 
+#include <algorithm>
+
 #include "core/internal/endpoint_common.h"
 
 namespace softfab::core {
@@ -11,8 +13,9 @@ namespace {
 constexpr size_t kGrhBytes = 40;
 }  // namespace
 
-Status CmChannel::Register(tp::ProtectionDomain* pd) {
-  buffers_.assign(kSlotBytes * kBuffers * 2, 0);
+Status CmChannel::Register(tp::ProtectionDomain* pd, size_t mtu_bytes) {
+  recv_slot_bytes_ = std::max(kSlotBytes, kGrhBytes + mtu_bytes);
+  buffers_.assign((recv_slot_bytes_ + kSlotBytes) * kBuffers, 0);
   auto mr = pd->RegMr(buffers_.data(), buffers_.size(), tp::kAccessLocalWrite);
   if (!mr.ok()) return mr.status();
   mr_ = *mr;
@@ -22,8 +25,8 @@ Status CmChannel::Register(tp::ProtectionDomain* pd) {
 Status CmChannel::Start(tp::QueuePair* qp) {
   qp_ = qp;
   for (uint32_t i = 0; i < kBuffers; ++i) {
-    if (Status s = PostOneRecv(qp_, WrId(kWrCmRecv, i), Slot(i), kSlotBytes,
-                               mr_->lkey());
+    if (Status s = PostOneRecv(qp_, WrId(kWrCmRecv, i), Slot(i),
+                               recv_slot_bytes_, mr_->lkey());
         !s.ok()) {
       return s;
     }
@@ -62,7 +65,7 @@ bool CmChannel::Received(const tp::WorkCompletion& wc, const uint8_t** bytes,
     return false;
   }
   const uint32_t i = static_cast<uint32_t>(IndexOf(wc.wr_id));
-  *bytes = buffers_.data() + i * kSlotBytes + kGrhBytes;
+  *bytes = Slot(i) + kGrhBytes;
   *len = wc.byte_len - kGrhBytes;
   return true;
 }
@@ -70,7 +73,7 @@ bool CmChannel::Received(const tp::WorkCompletion& wc, const uint8_t** bytes,
 void CmChannel::Repost(const tp::WorkCompletion& wc) {
   if (wc.status == tp::WcStatus::kWrFlushErr) return;
   const uint32_t i = static_cast<uint32_t>(IndexOf(wc.wr_id));
-  (void)PostOneRecv(qp_, wc.wr_id, Slot(i), kSlotBytes, mr_->lkey());
+  (void)PostOneRecv(qp_, wc.wr_id, Slot(i), recv_slot_bytes_, mr_->lkey());
 }
 
 }  // namespace softfab::core

@@ -19,11 +19,16 @@ namespace softfab::core {
 class CmChannel {
  public:
   static constexpr uint32_t kBuffers = 32;  // Receive slots; as many to send.
-  static constexpr size_t kSlotBytes = 40 + 128;  // GRH + message.
+  static constexpr size_t kSlotBytes = 40 + 128;  // GRH + message (sending).
   static_assert(wire::kCmMaxBytes <= kSlotBytes - 40);
 
-  // Allocates the slots and registers them under `pd`.
-  [[nodiscard]] Status Register(transport::ProtectionDomain* pd);
+  // Allocates the slots and registers them under `pd`. A receive slot holds
+  // the GRH and `mtu_bytes` (the port's path MTU): any datagram that can
+  // arrive fits, however large its sender made it. (A datagram larger than
+  // its receive moves a UD QP to ERROR on rxe: one oversized datagram from
+  // anyone would end the endpoint's connection manager.)
+  [[nodiscard]] Status Register(transport::ProtectionDomain* pd,
+                                size_t mtu_bytes);
   // Posts every receive slot to `qp` (the endpoint's UD QP, which it owns);
   // the channel sends on it from then on.
   [[nodiscard]] Status Start(transport::QueuePair* qp);
@@ -47,11 +52,20 @@ class CmChannel {
   uint64_t NextRequestId() { return next_request_id_++; }
 
  private:
-  uint8_t* Slot(uint32_t index) { return buffers_.data() + index * kSlotBytes; }
+  // Receive slots (recv_slot_bytes_ each) first, then the send slots.
+  uint8_t* Slot(uint32_t index) {
+    return index < kBuffers ? buffers_.data() + index * recv_slot_bytes_
+                            : buffers_.data() + kBuffers * recv_slot_bytes_ +
+                                  (index - kBuffers) * kSlotBytes;
+  }
+  const uint8_t* Slot(uint32_t index) const {
+    return const_cast<CmChannel*>(this)->Slot(index);
+  }
 
   transport::QueuePair* qp_ = nullptr;
   // kBuffers receive slots, then kBuffers send slots.
   std::vector<uint8_t> buffers_;
+  size_t recv_slot_bytes_ = kSlotBytes;
   transport::MemoryRegion* mr_ = nullptr;
   uint32_t send_next_ = 0;
   uint64_t next_request_id_ = 1;

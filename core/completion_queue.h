@@ -59,6 +59,11 @@ class CompletionQueue {
   // Claims room for one future entry (success or error). EAGAIN when every
   // slot is taken or promised.
   Status Reserve();
+  // Operations that may write entries no one reserved (a multi-recv
+  // buffer's per-message entries) register while they are posted; Reserve
+  // then keeps one slot free for them.
+  void AddUnreservedWriter() { ++unreserved_writers_; }
+  void RemoveUnreservedWriter() { --unreserved_writers_; }
   // Gives back a promise that will not be used (the operation was cancelled
   // without an entry, or completed silently).
   void Unreserve();
@@ -99,6 +104,7 @@ class CompletionQueue {
   std::vector<CqErrEntry> errors_;  // FIFO, bounded by the same reservations.
   size_t error_head_ = 0;
   size_t reserved_ = 0;
+  size_t unreserved_writers_ = 0;  // See AddUnreservedWriter.
   // Error entries interleave with successes; this sequence keeps fi_cq_read
   // from returning successes that completed after a pending error.
   std::vector<uint64_t> ring_seq_;

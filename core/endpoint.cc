@@ -153,7 +153,9 @@ Status Endpoint::InitRdm() {
   auto tx = pd_->RegMr(tx_bounce_.data(), tx_bounce_.size(), 0);
   if (!tx.ok()) return tx.status();
   tx_mr_ = *tx;
-  if (Status s = cm_.Register(pd_); !s.ok()) return s;
+  if (Status s = cm_.Register(pd_, tp::MtuBytes(port_.active_mtu)); !s.ok()) {
+    return s;
+  }
   if (Status s = credits_.Register(pd_, attr_.peers_max, attr_.credits);
       !s.ok()) {
     return s;

@@ -225,6 +225,11 @@ class Endpoint {
     uint64_t unexpected = 0;
     uint64_t bad_headers = 0;
     uint64_t dgram_dropped = 0;  // DGRAM: arrived with no receive posted.
+    // Messages kept as unexpected right now (a gauge, not a count): at most
+    // 2 x credits per peer.
+    uint64_t unexpected_held = 0;
+    // Unexpected messages dropped from a peer that sent past its credits.
+    uint64_t overrun_dropped = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -254,7 +259,10 @@ class Endpoint {
     uint64_t request_id = 0;   // Our outstanding CM request.
     uint64_t answered_id = 0;  // Their request we replied to.
     uint32_t remote_qpn = 0;
+    // Connecting: the next CM retry. Accepted and not yet ready: when the
+    // peer counts as gone if it has not spoken (sends waiting).
     uint64_t retry_at_ns = 0;
+    bool deadline_armed = false;  // That deadline has a wakeup scheduled.
     uint32_t retries = 0;
     PeerCredits credits;
     uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
@@ -274,6 +282,10 @@ class Endpoint {
     // `credits` of them a buffered message keeps its credit until a receive
     // takes it: the sender is throttled and memory stays bounded.
     uint32_t unexpected_buffered = 0;
+    // Those whose credit is withheld. An honest peer cannot have more than
+    // `credits` of them (it has no credit left to send one more); a message
+    // past that comes from a peer that ignores credits and is dropped.
+    uint32_t unexpected_withheld = 0;
     bool listed = false;  // On busy_.
   };
 
@@ -383,6 +395,9 @@ class Endpoint {
 
   // What arrives on RC connections (message_arrival.cc).
   void OnBounce(const transport::WorkCompletion& wc);
+  // Whether the message in bounce completion `wc` must wait in held_: it may
+  // write an unreserved entry and the receive CQ has no room for one.
+  bool ArrivalWaitsForRoom(const transport::WorkCompletion& wc) const;
   // A message arrived from `peer`: matched, or kept as unexpected. False when
   // its credit is withheld until a receive takes it.
   bool OnMessage(uint32_t peer, const wire::Header& h, const uint8_t* payload,
@@ -444,7 +459,8 @@ class Endpoint {
   // The next CM retry for `p`, cm_retry_ns after `now`.
   void ArmCmTimer(Peer& p, uint64_t now);
   // Resends the requests of connecting peers whose timer ran out; fails
-  // those out of retries.
+  // those out of retries, and accepted ones whose peer never spoke (sends
+  // waiting) by their deadline.
   void RetryConnects(uint64_t now);
   wire::CmType RequestType() const {
     return attr_.type == EndpointType::kMsg ? wire::CmType::kConnect
@@ -545,6 +561,9 @@ class Endpoint {
   // looks at beyond the CQs.
   std::vector<uint32_t> busy_;
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
+  // Bounce completions of messages waiting for receive CQ room, in arrival
+  // order (at most the bounce buffers there are: theirs are not reposted).
+  std::deque<transport::WorkCompletion> held_;
 
   Stats stats_;
 };

@@ -80,6 +80,27 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   if (return_credit) ReturnCredit(peer);
 }
 
+bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
+  if (rx_cq_ == nullptr || rx_cq_->HasRoom() || !rx_->ArrivalsMayNeedRoom() ||
+      wc.status != tp::WcStatus::kSuccess) {
+    return false;
+  }
+  auto it = peer_by_qpn_.find(wc.qp_num);
+  wire::Header h;
+  if (it == peer_by_qpn_.end() ||
+      !wire::Decode(BounceAt(static_cast<uint32_t>(IndexOf(wc.wr_id))),
+                    wc.byte_len, &h) ||
+      (h.op != wire::Op::kEager && h.op != wire::Op::kRendezvous)) {
+    return false;  // Acks, read-dones and bad headers write no entry.
+  }
+  if (rx_->attr_.buffered) return true;
+  // Only a multi-recv buffer writes an entry per message.
+  const bool tagged = h.flags & wire::kTagged;
+  auto r = rx_->matchers_[tagged].FindReceive(tagged ? h.tag : 0,
+                                              SourceOf(it->second));
+  return r && (rx_->ops_[rx_->of_handle_[tagged][r->index]].flags & kMultiRecv);
+}
+
 bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
                          const uint8_t* payload, size_t len) {
   const bool rendezvous = h.op == wire::Op::kRendezvous;
@@ -88,6 +109,15 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   TagMatcher& m = rx_->matchers_[tagged];
   const uint64_t source = SourceOf(peer);
   auto r = m.FindReceive(tagged ? h.tag : 0, source);
+  Peer& p = peers_[peer];
+  const bool credit_held = p.unexpected_buffered >= attr_.credits;
+  if ((!r || buffered) && credit_held &&
+      p.unexpected_withheld >= attr_.credits) {
+    // It would be kept, and the peer sent past its credits: memory stays
+    // bounded, the message is dropped and counted (and not acknowledged).
+    ++stats_.overrun_dropped;
+    return false;
+  }
   uint32_t rx = internal::kNil;
   if (r) {
     rx = rx_->of_handle_[tagged][r->index];
@@ -110,12 +140,12 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   // Unexpected, or held in our buffer (buffered mode).
   const uint32_t ui = TakeSlot(rx_->unexpected_, rx_->unexpected_free_);
   Unexpected& un = rx_->unexpected_[ui];
-  Peer& p = peers_[peer];
   bool return_credit = true;
   un.used = true;
-  un.credit_held = p.unexpected_buffered >= attr_.credits;
+  un.credit_held = credit_held;
   if (un.credit_held) {
     return_credit = false;
+    ++p.unexpected_withheld;
   } else {
     ++p.unexpected_buffered;
   }
@@ -125,6 +155,7 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   un.payload.assign(payload, payload + len);
   un.handle = m.AddUnexpected({tagged ? h.tag : 0, source, ui});
   ++stats_.unexpected;
+  ++stats_.unexpected_held;
   if (!rendezvous && (h.flags & wire::kAckDelivery)) SendAck(peer, h.msg_id);
   // Buffered: untagged messages are reported at once, tagged ones when a
   // posted tag matches.

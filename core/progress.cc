@@ -17,15 +17,31 @@ constexpr int kPollBatch = 32;
 void Endpoint::Progress() {
   // A member array: a local one would be zeroed on every call.
   tp::WorkCompletion* wc = wc_.data();
-  // Receives first: they return credits and acks that sends wait for. A
-  // message is only taken off the wire when the receive CQ has room for what
-  // it may produce, so nothing is ever lost to a full CQ.
-  while (rx_cq_ == nullptr || rx_cq_->HasRoom()) {
+  // Receives first: they return credits and acks that sends wait for.
+  // Nothing is ever lost to a full CQ: a message that may write an entry no
+  // operation reserved (into a multi-recv buffer, or a buffered receive's
+  // report) is only taken when the receive CQ has room for it; until then it
+  // waits in held_, with its bounce buffer, and those behind it wait too.
+  // Everything else goes on: a CQ whose room is all promised to posted
+  // operations must not stop the CM replies, acks and messages that complete
+  // them (it did: a CQ of 4 with two receives and two sends posted never
+  // connected). DGRAM arrivals all take the room test.
+  while (!held_.empty() && !ArrivalWaitsForRoom(held_.front())) {
+    const tp::WorkCompletion held = held_.front();
+    held_.pop_front();
+    OnBounce(held);
+  }
+  while (attr_.type != EndpointType::kDgram || rx_cq_ == nullptr ||
+         rx_cq_->HasRoom()) {
     const int n = recv_cq_->Poll(1, wc);
     if (n <= 0) break;
     const uint64_t kind = KindOf(wc[0].wr_id);
     if (kind == kWrRxBounce) {
-      OnBounce(wc[0]);
+      if (!held_.empty() || ArrivalWaitsForRoom(wc[0])) {
+        held_.push_back(wc[0]);
+      } else {
+        OnBounce(wc[0]);
+      }
     } else if (kind == kWrDgramRecv) {
       OnDgram(wc[0]);
     } else if (kind == kWrCmRecv) {

@@ -167,12 +167,17 @@ Status Endpoint::Recv(const RecvArgs& a) {
                            (a.flags & kMultiRecv) || rx_->attr_.buffered;
   // Like sends, every receive holds a CQ slot for its final entry (an error
   // or a cancel is always reported).
+  // A multi-recv buffer registers as a writer of unreserved entries first,
+  // so that its own reservation leaves a slot for its first message.
+  if (a.flags & kMultiRecv) rx_->cq_->AddUnreservedWriter();
   if (Status s = rx_->cq_->Reserve(); !s.ok()) {
+    if (a.flags & kMultiRecv) rx_->cq_->RemoveUnreservedWriter();
     ++stats_.eagain;
     return s;
   }
   const uint32_t index = NewRxOp(a, wants_entry);
   RxOp& r = rx_->ops_[index];
+  if (a.flags & kMultiRecv) ++rx_->multi_recv_held_;
   // Buffered mode: a tagged receive posts a tag, not a buffer.
   r.tag_only = rx_->attr_.buffered;
 
@@ -270,6 +275,10 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
                         /*reserved=*/last);
   }
   if (last) {
+    if (r.flags & kMultiRecv) {
+      --rx_->multi_recv_held_;
+      rx_->cq_->RemoveUnreservedWriter();
+    }
     r.used = false;
     rx_->free_.push_back(rx_index);
   }
@@ -297,9 +306,11 @@ void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
 void Endpoint::ReleaseUnexpected(uint32_t index) {
   Unexpected& un = rx_->unexpected_[index];
   Endpoint* owner = un.ep;  // Null once that endpoint has closed.
+  if (owner != nullptr) --owner->stats_.unexpected_held;
   if (owner == nullptr) {
     // No credit to return.
   } else if (un.credit_held) {
+    --owner->peers_[un.peer].unexpected_withheld;
     owner->ReturnCredit(un.peer);
   } else {
     --owner->peers_[un.peer].unexpected_buffered;

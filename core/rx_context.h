@@ -98,6 +98,13 @@ class RxContext {
   bool Idle() const;
   // Runs every bound endpoint's progress.
   void ProgressAll();
+  // Whether a message arriving may write a CQ entry no operation reserved: a
+  // multi-recv buffer's per-message entries, a buffered receive's report.
+  // Otherwise an arrival uses its receive's reservation, or none (kept as
+  // unexpected).
+  bool ArrivalsMayNeedRoom() const {
+    return attr_.buffered || multi_recv_held_ > 0;
+  }
 
  private:
   friend class Endpoint;
@@ -156,6 +163,8 @@ class RxContext {
   std::vector<uint32_t> unexpected_free_;
   TagMatcher matchers_[2];  // [0]: untagged (fi_msg), [1]: tagged.
   size_t min_multi_recv_ = 8192;
+  // Multi-recv buffers posted whose last (FI_MULTI_RECV) entry is not written.
+  uint32_t multi_recv_held_ = 0;
   // Buffered receives: stable addresses handed out as op_context.
   std::deque<RecvContext> recv_contexts_;
   std::vector<uint32_t> recv_contexts_free_;

@@ -197,6 +197,15 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     OnConnected(peer, /*ready=*/false);
     if (p.state == PeerState::kConnected) {
       (void)SendCm(peer, wire::CmType::kReply);
+      // Sends queued here wait for the peer's first message (the IB CM's
+      // RTU). The peer may have given up before our reply reached it; then
+      // that message never comes, and past the time its requests and its
+      // first SEND's retransmissions could take, the peer fails: nothing
+      // waits forever.
+      p.retry_at_ns = device_->clock().NowNs() +
+                      uint64_t{attr_.cm_retries_max} * attr_.cm_retry_ns +
+                      (uint64_t{4096} << attr_.rc_timeout) * (kRetryCount + 1);
+      p.deadline_armed = false;  // Armed once a send waits for it.
     }
   };
   if (m.type == wire::CmType::kRequest) {
@@ -259,6 +268,16 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
   }
   p.failed_err = err;
   p.failed_prov_errno = prov_errno;
+  if (p.qp != nullptr && attr_.type == EndpointType::kRdm &&
+      was != PeerState::kFailed) {
+    // The far side may still think the connection up (it connected with a
+    // reply of ours that arrived late): with our QP in error its next SEND
+    // goes unanswered and fails there too, instead of waiting for ever on
+    // an answer (a rendezvous read-done) nobody will send.
+    tp::QpAttr a;
+    a.qp_state = tp::QpState::kError;
+    (void)p.qp->Modify(a, tp::kQpState);
+  }
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();
@@ -287,6 +306,17 @@ void Endpoint::RetryConnects(uint64_t now) {
   for (size_t k = 0; k < busy_.size(); ++k) {
     const uint32_t i = busy_[k];
     Peer& p = peers_[i];
+    if (attr_.type == EndpointType::kRdm && p.state == PeerState::kConnected &&
+        !p.ready && !p.waiting.empty()) {
+      if (now >= p.retry_at_ns) {
+        FailPeer(i, EHOSTUNREACH,
+                 kProvPeerUnreachable);  // Accepted; the peer never spoke.
+      } else if (!p.deadline_armed) {
+        p.deadline_armed = true;
+        device_->ScheduleWakeup(p.retry_at_ns);
+      }
+      continue;
+    }
     if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
     if (++p.retries > attr_.cm_retries_max) {
       FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH,

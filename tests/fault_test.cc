@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/event_queue.h"
+#include "tests/exactly_once_traffic.h"
 #include "tests/messaging_harness.h"
 
 namespace softfab::testing {
@@ -37,18 +38,6 @@ sim::SimConfig FaultyConfig(uint64_t seed) {
   return c;
 }
 
-std::vector<uint8_t> Bytes(size_t n, uint64_t seed) {
-  std::vector<uint8_t> v(n);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 7;
-  for (auto& b : v) {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    b = static_cast<uint8_t>(x);
-  }
-  return v;
-}
-
 // Sets *digest to the fabric's digest at the end.
 void RunSeed(uint64_t seed, uint64_t* digest) {
   SCOPED_TRACE("seed " + std::to_string(seed) +
@@ -56,95 +45,8 @@ void RunSeed(uint64_t seed, uint64_t* digest) {
                "--test_env=SOFTFAB_FAULT_SEED=" +
                std::to_string(seed));
   Cluster c(3, FaultyConfig(seed));
-  // Nodes 0 and 2 each send kPerSender messages to node 1: eager, empty and
-  // rendezvous sizes, tagged by sender and index.
-  constexpr int kPerSender = 100;
-  const size_t sizes[] = {8, 0, 1500, 20000, 64};
-  struct Message {
-    std::vector<uint8_t> out, in;
-    iovec siov, riov;
-    int received = 0;
-    int sent = 0;
-  };
-  std::map<uint64_t, Message> msgs;  // By tag (ordered: deterministic).
-  for (int sender : {0, 2}) {
-    for (int i = 0; i < kPerSender; ++i) {
-      const uint64_t tag = (uint64_t(sender) << 32) | i;
-      Message& m = msgs[tag];
-      m.out = Bytes(sizes[i % 5], seed * 1000 + tag);
-      m.in.assign(m.out.size() + 4, 0xEE);
-    }
-  }
-  // Half the receives first, the rest after the sends (unexpected messages).
-  auto post = [&](uint64_t tag) {
-    Message& m = msgs[tag];
-    ASSERT_TRUE(
-        c[1].ep->Recv(TRecv(m.in.data(), m.out.size(), tag, 0, &m, &m.riov))
-            .ok());
-  };
-  for (auto& [tag, m] : msgs) {
-    if ((tag & 1) == 0) post(tag);
-  }
-  for (auto& [tag, m] : msgs) {
-    const int sender = static_cast<int>(tag >> 32);
-    Status s;
-    for (int tries = 0; tries < 100000; ++tries) {
-      s = c[sender].ep->Send(TSend(m.out.data(), m.out.size(),
-                                   c[sender].addr[1], tag, &m, &m.siov));
-      if (s.code() != EAGAIN) break;
-      c.ProgressAll();
-      core::CqEntry e;
-      while (c[sender].cq->Read(&e, 1) == 1) {
-        ++static_cast<Message*>(e.op_context)->sent;
-      }
-    }
-    ASSERT_TRUE(s.ok()) << s.message();
-  }
-  for (auto& [tag, m] : msgs) {
-    if ((tag & 1) == 1) post(tag);
-  }
-  int got = 0, sent_done = 0;
-  for (auto& [tag, m] : msgs) sent_done += m.sent;
-  const int total = static_cast<int>(msgs.size());
-  for (int round = 0; round < 3000000 && (got < total || sent_done < total);
-       ++round) {
-    for (int n : {0, 1, 2}) {
-      core::CqEntry e;
-      const int r = c[n].cq->Read(&e, 1);
-      if (r == 1) {
-        auto* m = static_cast<Message*>(e.op_context);
-        if (n == 1) {
-          ++m->received;
-          ++got;
-          EXPECT_EQ(e.len, m->out.size());
-        } else {
-          ++m->sent;
-          ++sent_done;
-        }
-      } else if (r == -core::CompletionQueue::kErrAvail) {
-        core::CqErrEntry x;
-        ASSERT_TRUE(c[n].cq->ReadError(&x).ok());
-        FAIL() << "error completion at node " << n << ": " << x.err;
-      }
-    }
-  }
-  ASSERT_EQ(got, total) << "messages missing";
-  ASSERT_EQ(sent_done, total) << "send completions missing";
-  for (auto& [tag, m] : msgs) {
-    ASSERT_EQ(m.received, 1) << "tag " << tag;
-    ASSERT_EQ(m.sent, 1) << "tag " << tag;
-    if (!m.out.empty()) {
-      ASSERT_EQ(std::memcmp(m.in.data(), m.out.data(), m.out.size()), 0)
-          << "tag " << tag;
-    }
-    for (size_t b = m.out.size(); b < m.in.size(); ++b) {
-      ASSERT_EQ(m.in[b], 0xEE) << "wrote past the buffer, tag " << tag;
-    }
-  }
-  // Nothing more arrives afterwards (no duplicate delivery).
-  for (int i = 0; i < 2000; ++i) c.ProgressAll();
-  core::CqEntry e;
-  EXPECT_EQ(c[1].cq->Read(&e, 1), -EAGAIN);
+  // Nodes 0 and 2 each send 100 messages to node 1.
+  ASSERT_EQ(RunExactlyOnceTraffic(c, seed, 100), "");
   const sim::SimStats st = c.fabric().stats();
   EXPECT_GT(st.packets_dropped, 0u) << "the fault plan dropped nothing";
   *digest = c.fabric().digest();

@@ -15,6 +15,7 @@ build_packages=(
   python3-matplotlib                 # the study report's plots (tools/report)
   tshark                             # decodes the simulator's captures (tests/pcap)
   slurm-wlm munge                    # the one-node cluster of the Slurm test (tools/slurm)
+  clang-14 libclang-rt-14-dev        # the fuzz targets (libFuzzer, ASan, UBSan)
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.

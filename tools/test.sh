@@ -9,6 +9,8 @@
 #   4. ends with one line "N passed, N failed" counted from the test.xml files.
 # Exit status is non-zero when anything failed. SOFTFAB_SKIP_INSTALL=1 skips step 1,
 # SOFTFAB_QUICK=1 skips the sanitizer runs, SOFTFAB_SKIP_VM=1 the VM, SOFTFAB_TARGETS (default //...) narrows the run.
+# SOFTFAB_SKIP_FUZZ=1 skips the fuzz targets' timed runs (SOFTFAB_FUZZ_SECONDS each, default 60),
+# SOFTFAB_SKIP_SOAK=1 the soak (bounded by SOFTFAB_SOAK_SECONDS, default 900).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -67,6 +69,30 @@ fi
 if [ "${SOFTFAB_QUICK:-0}" != 1 ]; then
   bazel_tests asan --config=asan
   bazel_tests ubsan --config=ubsan
+fi
+
+# The fuzz targets (fuzz/, issue 13): each built with clang under ASan + UBSan and run for
+# SOFTFAB_FUZZ_SECONDS (default 60) from its seed corpus; one pass/fail per target.
+# SOFTFAB_SKIP_FUZZ=1 leaves them out. (Their corpora also replay in the passes above, as
+# the //fuzz:*_corpus_test targets.)
+if [ "${SOFTFAB_SKIP_FUZZ:-0}" != 1 ] && [ "$targets" = "//..." ]; then
+  for fuzz_target in decoders api_calls hostile_peer; do
+    echo "== fuzz $fuzz_target for ${SOFTFAB_FUZZ_SECONDS:-60} s"
+    if nice -n 10 bash fuzz/run.sh "$fuzz_target" "${SOFTFAB_FUZZ_SECONDS:-60}" 2>&1 | tail -n 1; then
+      python3 tools/count_tests.py record "$results/fuzz" "fuzz:$fuzz_target" pass
+    else
+      python3 tools/count_tests.py record "$results/fuzz" "fuzz:$fuzz_target" fail
+    fi
+  done
+fi
+
+# Soak (tagged manual): 1,000 seeds of harsh faults, bounded by SOFTFAB_SOAK_SECONDS
+# (default 900). SOFTFAB_SKIP_SOAK=1 leaves it out.
+if [ "${SOFTFAB_SKIP_SOAK:-0}" != 1 ] && [ "$targets" = "//..." ]; then
+  echo "== soak: bazel test //tests:soak_test (at most ${SOFTFAB_SOAK_SECONDS:-900} s)"
+  bazel test --test_timeout="${SOFTFAB_SOAK_SECONDS:-900}" //tests:soak_test 2>&1 | tail -n 5
+  python3 tools/count_tests.py collect "$(bazel info bazel-testlogs 2>/dev/null)" \
+    "$results/soak" //tests:soak_test
 fi
 
 # The same scenario must give the same digest in -c opt and -c dbg builds.
