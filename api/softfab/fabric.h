@@ -145,12 +145,14 @@ int sf_close(struct sf_fid* fid);
 
 /* ---- Fabric and domain ---- */
 enum sf_backend {
-  SF_BACKEND_SIM = 1,   /* deterministic simulated fabric, in process */
-  SF_BACKEND_VERBS = 2, /* rdma-core verbs: rxe, siw, ConnectX, any RoCE/IB HCA */
+  SF_BACKEND_SIM = 1, /* deterministic simulated fabric, in process */
+  SF_BACKEND_VERBS =
+      2, /* rdma-core verbs: rxe, siw, ConnectX, any RoCE/IB HCA */
 };
 
 /* sf_fabric_attr.verbs_flags */
-#define SF_VERBS_GID_INDEX (1u << 0) /* use verbs_gid_index, not the default */
+#define SF_VERBS_GID_INDEX (1u << 0) /* use verbs_gid_index, not the default \
+                                      */
 /* Keep the registrations softfab makes of user buffers (rendezvous sends and
  * the buffers they land in) for reuse, up to 256 regions or 1 GiB idle per
  * domain (also: environment SOFTFAB_MR_CACHE=1). A cached registration pins
@@ -463,7 +465,7 @@ struct sf_eq_cm_entry {
    * until it is closed (sf_freeinfo releases it sooner; not after the
    * close). */
   struct sf_info* info;
-  uint8_t data[];       /* private data, as much as the buffer holds */
+  uint8_t data[]; /* private data, as much as the buffer holds */
 };
 struct sf_eq_err_entry {
   struct sf_fid* fid;
