@@ -33,7 +33,8 @@ bazel_tests() {
   [ "$rc" -eq 0 ] || echo "== bazel test $* exited with $rc"
 
   python3 tools/count_tests.py collect "$(bazel info "$@" bazel-testlogs 2>/dev/null)" \
-    "$results/$name" $(bazel query "tests(${targets// / + })" 2>/dev/null)
+    "$results/$name" $(bazel query "tests(${targets// / + }) except attr(tags, manual, //...)" \
+      2>/dev/null)
 }
 
 bazel_tests plain
