@@ -19,6 +19,27 @@
 
 namespace softfab::testing {
 
+// A config with `seed` and per-packet faults on every path: `drop` lost,
+// `duplicate` copied (0.7 us later), `reorder` held back 5 us.
+inline sim::SimConfig PacketFaultConfig(uint64_t seed, double drop,
+                                        double duplicate, double reorder) {
+  sim::SimConfig c;
+  c.master_seed = seed;
+  sim::PacketFault d;
+  d.kind = sim::PacketFaultKind::kDrop;
+  d.probability = drop;
+  sim::PacketFault dup;
+  dup.kind = sim::PacketFaultKind::kDuplicate;
+  dup.probability = duplicate;
+  dup.delay_ns = 700;
+  sim::PacketFault r;
+  r.kind = sim::PacketFaultKind::kReorder;
+  r.probability = reorder;
+  r.delay_ns = 5000;
+  c.faults.packet_faults = {d, dup, r};
+  return c;
+}
+
 // `n` bytes that depend on `seed` (xorshift).
 inline std::vector<uint8_t> Bytes(size_t n, uint64_t seed) {
   std::vector<uint8_t> v(n);

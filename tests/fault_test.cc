@@ -21,21 +21,7 @@ namespace softfab::testing {
 namespace {
 
 sim::SimConfig FaultyConfig(uint64_t seed) {
-  sim::SimConfig c;
-  c.master_seed = seed;
-  sim::PacketFault drop;
-  drop.kind = sim::PacketFaultKind::kDrop;
-  drop.probability = 0.01;
-  sim::PacketFault dup;
-  dup.kind = sim::PacketFaultKind::kDuplicate;
-  dup.probability = 0.01;
-  dup.delay_ns = 700;
-  sim::PacketFault reorder;
-  reorder.kind = sim::PacketFaultKind::kReorder;
-  reorder.probability = 0.02;
-  reorder.delay_ns = 5000;
-  c.faults.packet_faults = {drop, dup, reorder};
-  return c;
+  return PacketFaultConfig(seed, 0.01, 0.01, 0.02);
 }
 
 // Sets *digest to the fabric's digest at the end.

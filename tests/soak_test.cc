@@ -23,20 +23,7 @@ namespace softfab::testing {
 namespace {
 
 sim::SimConfig HarshConfig(uint64_t seed) {
-  sim::SimConfig c;
-  c.master_seed = seed;
-  sim::PacketFault drop;
-  drop.kind = sim::PacketFaultKind::kDrop;
-  drop.probability = 0.05;
-  sim::PacketFault dup;
-  dup.kind = sim::PacketFaultKind::kDuplicate;
-  dup.probability = 0.05;
-  dup.delay_ns = 700;
-  sim::PacketFault reorder;
-  reorder.kind = sim::PacketFaultKind::kReorder;
-  reorder.probability = 0.10;
-  reorder.delay_ns = 5000;
-  c.faults.packet_faults = {drop, dup, reorder};
+  sim::SimConfig c = PacketFaultConfig(seed, 0.05, 0.05, 0.10);
   // Flaps of the paths to the receiver, at times that vary with the seed.
   for (int32_t sender : {0, 2}) {
     sim::SimLinkConfig link;  // A path fault needs its pair listed.
