@@ -5,7 +5,7 @@
 // argument; the heap the process grows by (glibc's mallinfo2: softfab's
 // peer table, credit words, and the simulated HCA's QP state, which on real
 // hardware lives in the driver and the NIC) is reported in total and per
-// accepted peer.
+// accepted peer. Arguments: peers_max, tx_size.
 //   bazel run -c opt //bench:peer_memory_benchmark
 #include <benchmark/benchmark.h>
 #include <malloc.h>
@@ -30,6 +30,7 @@ size_t HeapInUse() { return mallinfo2().uordblks; }
 
 void BM_ConnectionFlood(benchmark::State& state) {
   const auto peers_max = static_cast<uint32_t>(state.range(0));
+  const auto tx_size = static_cast<uint32_t>(state.range(1));
   size_t grown = 0;
   int accepted = 0;
   for (auto _ : state) {
@@ -39,6 +40,7 @@ void BM_ConnectionFlood(benchmark::State& state) {
     auto pd = fabric->device(0)->AllocPd();
     core::EndpointAttr attr;
     attr.peers_max = peers_max;
+    attr.tx_size = tx_size;
     auto ep = core::Endpoint::Create(fabric->device(0), *pd, attr);
     core::CompletionQueue cq(4096);
     core::AddressVector av(16);
@@ -75,10 +77,13 @@ void BM_ConnectionFlood(benchmark::State& state) {
   state.counters["bytes_per_peer"] =
       accepted > 0 ? static_cast<double>(grown) / accepted : 0;
 }
+// {peers_max, tx_size}: the default tx_size (256) at three table sizes, and
+// a small send queue, to show what of a peer's cost the queue is.
 BENCHMARK(BM_ConnectionFlood)
-    ->Arg(256)
-    ->Arg(1024)
-    ->Arg(4096)
+    ->Args({256, 256})
+    ->Args({1024, 256})
+    ->Args({4096, 256})
+    ->Args({256, 16})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
 
