@@ -8,7 +8,7 @@
 #include "api/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/prov_errno.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::fabric_internal {
 namespace {

@@ -12,7 +12,7 @@
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
 #include "core/flags.h"
-#include "core/status.h"
+#include "transport/status.h"
 #include "core/wire.h"
 
 namespace softfab::fabric_internal {

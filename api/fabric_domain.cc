@@ -8,7 +8,7 @@
 #include "api/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::fabric_internal {
 

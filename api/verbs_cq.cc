@@ -8,8 +8,8 @@
 
 #include "api/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs_internal {
 

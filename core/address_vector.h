@@ -13,7 +13,7 @@
 #include <set>
 #include <vector>
 
-#include "core/status.h"
+#include "transport/status.h"
 #include "core/wire.h"
 
 namespace softfab::core {

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "core/prov_errno.h"
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::core {
 

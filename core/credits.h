@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 #include "core/wire.h"
 
 namespace softfab::core {

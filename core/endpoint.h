@@ -63,8 +63,8 @@
 #include "core/matcher.h"
 #include "core/mr_cache.h"
 #include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 #include "core/wire.h"
 
 namespace softfab::core {

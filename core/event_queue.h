@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/status.h"
+#include "transport/status.h"
 #include "core/wire.h"
 
 namespace softfab::core {

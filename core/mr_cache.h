@@ -24,8 +24,8 @@
 #include <list>
 #include <map>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::core {
 

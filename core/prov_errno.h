@@ -12,7 +12,7 @@
 
 #include <cerrno>
 
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::core {
 

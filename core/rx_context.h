@@ -18,8 +18,8 @@
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
 #include "core/matcher.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 #include "core/wire.h"
 
 namespace softfab::core {

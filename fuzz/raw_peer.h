@@ -18,8 +18,8 @@
 #include <functional>
 #include <vector>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 #include "core/wire.h"
 
 namespace softfab::fuzz {

@@ -19,8 +19,8 @@
 #include "backends/sim/sim_fabric.h"
 #include "backends/sim/sim_test_util.h"
 #include "backends/verbs/verbs_device.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace {
 

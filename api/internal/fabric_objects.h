@@ -29,8 +29,8 @@
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
 #include "core/event_queue.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::fabric_internal {
 

@@ -27,8 +27,8 @@
 #include "api/softfab/verbs.h"
 #include "backends/sim/sim_fabric.h"
 #include "backends/verbs/verbs_device.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs_internal {
 struct SfvContext;

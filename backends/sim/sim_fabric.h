@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::sim {
 

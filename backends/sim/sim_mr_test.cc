@@ -10,7 +10,7 @@
 
 #include "backends/sim/sim_fabric.h"
 #include "backends/sim/sim_test_util.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::sim::testing {
 namespace {

@@ -31,7 +31,7 @@
 #include <string>
 
 #include "backends/sim/sim_fabric.h"
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::sim {
 

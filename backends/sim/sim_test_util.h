@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::sim::testing {
 

@@ -30,8 +30,8 @@
 #include <string>
 #include <vector>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs {
 

@@ -16,7 +16,7 @@
 
 #include "backends/verbs/internal/selection.h"
 #include "backends/verbs/verbs_test_util.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs::testing {
 namespace {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "backends/verbs/verbs_device.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs::testing {
 

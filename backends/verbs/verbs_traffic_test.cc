@@ -12,7 +12,7 @@
 #include <cstring>
 
 #include "backends/verbs/verbs_test_util.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs::testing {
 namespace {

@@ -15,8 +15,8 @@
 
 #include "core/completion_queue.h"
 #include "core/prov_errno.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 #include "core/wire.h"
 
 namespace softfab::core {

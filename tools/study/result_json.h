@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "core/status.h"
+#include "transport/status.h"
 #include "tools/study/runner.h"
 
 namespace softfab::study {

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::study {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::sim::internal {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "backends/sim/internal/common.h"
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::sim::internal {
 

@@ -13,7 +13,7 @@
 
 #include <cerrno>
 
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::verbs::internal {
 

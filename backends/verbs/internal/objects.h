@@ -22,8 +22,8 @@
 #include "backends/verbs/internal/errors.h"
 #include "backends/verbs/internal/translate.h"
 #include "backends/verbs/verbs_device.h"
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs::internal {
 

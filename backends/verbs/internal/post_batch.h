@@ -16,7 +16,7 @@
 #include <cerrno>
 
 #include "backends/verbs/internal/errors.h"
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::verbs::internal {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "backends/verbs/internal/translate.h"
-#include "core/transport.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs::internal {
 namespace {

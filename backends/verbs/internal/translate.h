@@ -25,8 +25,8 @@
 
 #include <cstdint>
 
-#include "core/status.h"
-#include "core/transport.h"
+#include "transport/status.h"
+#include "transport/transport.h"
 
 namespace softfab::verbs::internal {
 

@@ -26,12 +26,12 @@
 //   either with a work completion on its CQ (when signaled, or always when it
 //   fails) or, for an unsignaled successful send, silently with the next
 //   signaled one.
-#ifndef SOFTFAB_CORE_TRANSPORT_H_
-#define SOFTFAB_CORE_TRANSPORT_H_
+#ifndef SOFTFAB_TRANSPORT_TRANSPORT_H_
+#define SOFTFAB_TRANSPORT_TRANSPORT_H_
 
 #include <cstdint>
 
-#include "core/status.h"
+#include "transport/status.h"
 
 namespace softfab::transport {
 
@@ -601,4 +601,4 @@ class Device {
 
 }  // namespace softfab::transport
 
-#endif  // SOFTFAB_CORE_TRANSPORT_H_
+#endif  // SOFTFAB_TRANSPORT_TRANSPORT_H_

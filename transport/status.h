@@ -5,8 +5,8 @@
 // verbs-style calls return the code, fabric-style calls return its negation. A
 // Status never allocates (the message is a string literal), so it is cheap
 // enough for the data path.
-#ifndef SOFTFAB_CORE_STATUS_H_
-#define SOFTFAB_CORE_STATUS_H_
+#ifndef SOFTFAB_TRANSPORT_STATUS_H_
+#define SOFTFAB_TRANSPORT_STATUS_H_
 
 #include <cerrno>
 #include <optional>
@@ -94,4 +94,4 @@ class [[nodiscard]] StatusOr {
 
 }  // namespace softfab
 
-#endif  // SOFTFAB_CORE_STATUS_H_
+#endif  // SOFTFAB_TRANSPORT_STATUS_H_
