@@ -1,7 +1,7 @@
 // Operation, completion and capability flags of the messaging core. The bit
 // values are libfabric 1.x's, so the public sf_* API (api/softfab/fabric.h)
 // defines SF_* with the same numbers and passes flags through untouched;
-// api/data_path.cc checks the two agree at compile time.
+// api/fabric/data_path.cc checks the two agree at compile time.
 #ifndef SOFTFAB_CORE_FLAGS_H_
 #define SOFTFAB_CORE_FLAGS_H_
 

@@ -293,9 +293,9 @@ TEST_P(VerbsWaitFdTest, ChannelFdWakesOnlyAnArmedWaiter) {
 // must still be readable, or an event loop sleeping on it never learns of
 // the message (the libuv pattern of one poll handle per CQ hangs so).
 // Fails on every backend until fixed. Simulator: SyncWaitFds
-// (api/completion.cc) counts only entries already in the CQ and pending
+// (api/fabric/completion.cc) counts only entries already in the CQ and pending
 // simulated events, not completions waiting in the endpoint's transport
-// CQs. Verbs: sf_trywait's ArmAll (api/verbs_fabric.cc) drains and re-arms
+// CQs. Verbs: sf_trywait's ArmAll (api/fabric/verbs_fabric.cc) drains and re-arms
 // the channels of every domain, taking the event meant for CQ 1.
 TEST_P(WaitFdTest, TrywaitOnOneCqLeavesAnotherCqsWakeUp) {
   WaitPair w;

@@ -239,7 +239,7 @@ class SimFabric {
   // Polls (the time hold above) run no event later than t_ns: they return
   // instead, the clock short of it. UINT64_MAX (the default) lifts the
   // limit. For a wait with a deadline, which steps the fabric up to the
-  // deadline itself (api/completion.cc): a poll inside it must not carry the
+  // deadline itself (api/fabric/completion.cc): a poll inside it must not carry the
   // clock past the deadline. Step(), RunUntil() and RunUntilIdle() ignore
   // it. A run in which no poll reaches the horizon is the same run without
   // it (digest included).

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "api/softfab/sim.h"
+#include "api/sim/sim_api.h"
 
 namespace softfab::study {
 

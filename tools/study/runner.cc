@@ -1,5 +1,5 @@
 // Runs one seed of a scenario over the sf_* API on the simulated fabric:
-// opens a fabric from the scenario's SimConfig (api/softfab/sim.h), one
+// opens a fabric from the scenario's SimConfig (api/sim/sim_api.h), one
 // domain, address vector, CQ and endpoint(s) per node, then drives the
 // workload's flows with a bounded window per flow, checking every completion
 // as it is read. The histogram and throughput types are in
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "api/softfab/fabric.h"
-#include "api/softfab/sim.h"
+#include "api/sim/sim_api.h"
 #include "backends/sim/sim_pcap.h"
 #include "tools/study/flow_payload.h"
 #include "tools/study/msg_wiring.h"

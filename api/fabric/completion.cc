@@ -11,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "api/internal/fabric_objects.h"
-#include "api/internal/verbs_fabric.h"
+#include "api/fabric/internal/fabric_objects.h"
+#include "api/fabric/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
 #include "core/completion_queue.h"
@@ -105,7 +105,7 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
 // end early, when the fabric is idle (no event pending: nothing can arrive
 // any more), with the clock where it was.
 // On verbs the timeout is real time and the wait sleeps on the completion
-// channels (api/verbs_fabric.cc).
+// channels (api/fabric/verbs_fabric.cc).
 // `domains` are those whose channels can wake the reader (verbs).
 template <typename TryRead>
 ssize_t WaitFor(Fabric* fabric, const std::vector<Domain*>& domains,

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <memory>
 
-#include "api/internal/verbs_objects.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
 #include "transport/status.h"
 #include "transport/transport.h"

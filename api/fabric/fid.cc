@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "api/internal/fabric_objects.h"
+#include "api/fabric/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 
 namespace softfab::fabric_internal {

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "api/internal/fabric_objects.h"
+#include "api/fabric/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/prov_errno.h"
 #include "transport/transport.h"

@@ -13,7 +13,7 @@
 #include <memory>
 #include <mutex>
 
-#include "api/internal/verbs_objects.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
 #include "transport/status.h"
 #include "transport/transport.h"

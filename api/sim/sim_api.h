@@ -8,8 +8,8 @@
 // Meant for studies and tests that drive a workload through the sf_* calls
 // and need the simulator's knobs; a program that only needs a lossy link
 // uses sf_fabric_open with its sim_* fields.
-#ifndef SOFTFAB_API_SOFTFAB_SIM_H_
-#define SOFTFAB_API_SOFTFAB_SIM_H_
+#ifndef SOFTFAB_API_SIM_SIM_API_H_
+#define SOFTFAB_API_SIM_SIM_API_H_
 
 #include <cstdint>
 
@@ -48,4 +48,4 @@ struct sf_sim_ep_tuning {
 
 }  // namespace softfab
 
-#endif  // SOFTFAB_API_SOFTFAB_SIM_H_
+#endif  // SOFTFAB_API_SIM_SIM_API_H_

@@ -9,8 +9,8 @@
 // The files of //api:fabric define their sf_* calls inside this namespace:
 // a function with C linkage is the same global function whichever namespace
 // declares it, and there the objects and helpers need no qualification.
-#ifndef SOFTFAB_API_INTERNAL_FABRIC_OBJECTS_H_
-#define SOFTFAB_API_INTERNAL_FABRIC_OBJECTS_H_
+#ifndef SOFTFAB_API_FABRIC_INTERNAL_FABRIC_OBJECTS_H_
+#define SOFTFAB_API_FABRIC_INTERNAL_FABRIC_OBJECTS_H_
 
 #include <unistd.h>
 
@@ -96,7 +96,7 @@ struct Domain : sf_domain {
   std::unique_ptr<core::MrCache> mr_cache;
   // Endpoints and listeners on this domain (verbs: armed before sleeping).
   std::vector<core::Endpoint*> endpoints;
-  // RC settings for endpoints created from now on (api/softfab/sim.h,
+  // RC settings for endpoints created from now on (api/sim/sim_api.h,
   // sf_sim_domain_tune); 0 keeps the core's default.
   uint8_t tuned_rc_timeout = 0;
   uint32_t tuned_credits = 0;
@@ -123,7 +123,7 @@ struct Cq : sf_cq {
 // Brings every wait fd of `f` in line with what reading its CQ would do:
 // readable while entries wait or the simulated fabric has events pending.
 // Called after every call that can change either.
-// Defined with the wait objects (api/completion.cc).
+// Defined with the wait objects (api/fabric/completion.cc).
 void SyncWaitFds(Fabric* f);
 
 struct Av : sf_av {
@@ -265,4 +265,4 @@ T* ObjectOf(sf_fid* fid) {
 
 }  // namespace softfab::fabric_internal
 
-#endif  // SOFTFAB_API_INTERNAL_FABRIC_OBJECTS_H_
+#endif  // SOFTFAB_API_FABRIC_INTERNAL_FABRIC_OBJECTS_H_

@@ -1,15 +1,15 @@
 // The sf_* API on the verbs backend: opening a fabric and its domains on a real
 // device (backends/verbs), and sleeping on the domains' completion channels
-// where the simulator would run virtual time (api/verbs_fabric.cc).
-#ifndef SOFTFAB_API_INTERNAL_VERBS_FABRIC_H_
-#define SOFTFAB_API_INTERNAL_VERBS_FABRIC_H_
+// where the simulator would run virtual time (api/fabric/verbs_fabric.cc).
+#ifndef SOFTFAB_API_FABRIC_INTERNAL_VERBS_FABRIC_H_
+#define SOFTFAB_API_FABRIC_INTERNAL_VERBS_FABRIC_H_
 
 #include <sys/types.h>
 
 #include <functional>
 #include <vector>
 
-#include "api/internal/fabric_objects.h"
+#include "api/fabric/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 
 namespace softfab::fabric_internal {
@@ -38,4 +38,4 @@ int ArmForSleep(const std::vector<Domain*>& domains,
 
 }  // namespace softfab::fabric_internal
 
-#endif  // SOFTFAB_API_INTERNAL_VERBS_FABRIC_H_
+#endif  // SOFTFAB_API_FABRIC_INTERNAL_VERBS_FABRIC_H_

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "api/internal/verbs_objects.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
 #include "backends/verbs/verbs_device.h"
 

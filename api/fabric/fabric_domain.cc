@@ -1,11 +1,11 @@
 // The fabric (one simulated fabric and its fault plan, or a verbs device:
-// api/verbs_fabric.cc), its domains (one node or device context and a
+// api/fabric/verbs_fabric.cc), its domains (one node or device context and a
 // protection domain each), and memory registration.
 #include <cerrno>
 #include <cstdint>
 
-#include "api/internal/fabric_objects.h"
-#include "api/internal/verbs_fabric.h"
+#include "api/fabric/internal/fabric_objects.h"
+#include "api/fabric/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_fabric.h"
 #include "transport/transport.h"
@@ -77,22 +77,6 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   d->pd = *pd;
   f->domains.push_back(d);
   *out = d;
-  return 0;
-}
-
-int sf_sim_digest(sf_fabric* pub, uint64_t* digest) {
-  Fabric* f = AsFabric(pub);
-  if (f == nullptr || digest == nullptr) return Fail(EINVAL, "bad argument");
-  if (!f->sim) return Fail(ENOSYS, "simulator only: this fabric is verbs");
-  *digest = f->sim->digest();
-  return 0;
-}
-
-int sf_sim_now(sf_fabric* pub, uint64_t* now_ns) {
-  Fabric* f = AsFabric(pub);
-  if (f == nullptr || now_ns == nullptr) return Fail(EINVAL, "bad argument");
-  if (!f->sim) return Fail(ENOSYS, "simulator only: this fabric is verbs");
-  *now_ns = f->sim->clock().NowNs();
   return 0;
 }
 

@@ -1,10 +1,10 @@
-// The simulator extension of the sf_* API (api/softfab/sim.h): a fabric
+// The simulator extension of the sf_* API (api/sim/sim_api.h): a fabric
 // opened from a full SimConfig, the SimFabric under an sf_fabric, and the RC
 // tuning a domain gives the endpoints it creates.
 #include <cerrno>
 
-#include "api/internal/fabric_objects.h"
-#include "api/softfab/sim.h"
+#include "api/fabric/internal/fabric_objects.h"
+#include "api/sim/sim_api.h"
 
 namespace softfab {
 

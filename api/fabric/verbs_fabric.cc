@@ -1,5 +1,5 @@
-// The sf_* API on the verbs backend (see api/internal/verbs_fabric.h).
-#include "api/internal/verbs_fabric.h"
+// The sf_* API on the verbs backend (see api/fabric/internal/verbs_fabric.h).
+#include "api/fabric/internal/verbs_fabric.h"
 
 #include <poll.h>
 

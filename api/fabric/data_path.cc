@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "api/internal/fabric_objects.h"
+#include "api/fabric/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/completion_queue.h"
 #include "core/endpoint.h"

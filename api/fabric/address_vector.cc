@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <memory>
 
-#include "api/internal/fabric_objects.h"
+#include "api/fabric/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/wire.h"
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <memory>
 
-#include "api/internal/fabric_objects.h"
+#include "api/fabric/internal/fabric_objects.h"
 #include "api/softfab/fabric.h"
 #include "core/endpoint.h"
 #include "core/event_queue.h"

@@ -8,8 +8,8 @@
 // The files of //api:verbs define their sfv_* calls inside this namespace: a
 // function with C linkage is the same global function whichever namespace
 // declares it, and there the wrappers and helpers need no qualification.
-#ifndef SOFTFAB_API_INTERNAL_VERBS_OBJECTS_H_
-#define SOFTFAB_API_INTERNAL_VERBS_OBJECTS_H_
+#ifndef SOFTFAB_API_VERBS_INTERNAL_VERBS_OBJECTS_H_
+#define SOFTFAB_API_VERBS_INTERNAL_VERBS_OBJECTS_H_
 
 #include <unistd.h>
 
@@ -154,7 +154,7 @@ T* Fail(const softfab::Status& s) {
 
 inline SfvContext* Ctx(sfv_context* c) { return static_cast<SfvContext*>(c); }
 
-// Opens a real device's list entry (api/verbs_hardware.cc): a context that owns
+// Opens a real device's list entry (api/verbs/verbs_hardware.cc): a context that owns
 // the opened device, or NULL + errno with the reason in sfv_last_error.
 sfv_context* OpenHardwareContext(const sfv_device& entry);
 
@@ -166,4 +166,4 @@ inline void SyncState(QpImpl* q) {
 
 }  // namespace softfab::verbs_internal
 
-#endif  // SOFTFAB_API_INTERNAL_VERBS_OBJECTS_H_
+#endif  // SOFTFAB_API_VERBS_INTERNAL_VERBS_OBJECTS_H_
