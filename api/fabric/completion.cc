@@ -1,8 +1,6 @@
-// Completion queues (read, readfrom, readerr and the blocking sread), event
-// queues (connection-management events, sread alike), and the wait objects:
-// a CQ's eventfd, kept readable while reading the CQ would find work
-// (SyncWaitFds), sf_control(SF_GETWAIT) and sf_trywait.
-#include <sys/eventfd.h>
+// Completion queues (read, readfrom, readerr and the blocking sread) and event
+// queues (connection-management events, sread alike). Waiting and the wait
+// objects are in api/fabric/wait.cc.
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,37 +9,13 @@
 #include <memory>
 #include <vector>
 
+#include "api/fabric/internal/backends.h"
 #include "api/fabric/internal/fabric_objects.h"
-#include "api/fabric/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
-#include "backends/sim/sim_fabric.h"
 #include "core/completion_queue.h"
 #include "core/event_queue.h"
 
 namespace softfab::fabric_internal {
-
-void SyncWaitFds(Fabric* f) {
-  // On verbs the wait fd is the completion channel: the device signals it.
-  if (f->waitable.empty() || !f->sim) return;
-  bool busy = f->sim->pending_events() > 0;
-  if (!busy) {
-    // Completions can wait in an endpoint's transport CQs, which only
-    // progress moves into the CQ: a fd that looked only at the CQ would stay
-    // quiet over them. With nothing pending, progress runs no simulated time.
-    for (Cq* c : f->waitable) {
-      if (!c->signalled) c->cq->Progress();
-    }
-    busy = f->sim->pending_events() > 0;
-  }
-  for (Cq* c : f->waitable) {
-    const bool want = busy || c->cq->pending() > 0 || c->cq->has_error();
-    if (want == c->signalled) continue;
-    uint64_t v = 1;
-    ssize_t n =
-        want ? write(c->wait_fd, &v, sizeof v) : read(c->wait_fd, &v, sizeof v);
-    if (n == static_cast<ssize_t>(sizeof v)) c->signalled = want;
-  }
-}
 
 namespace {
 
@@ -93,55 +67,6 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
     CopyOut(entries[i], cq->format, buf, i);
     if (src) src[i] = srcs[i];
   }
-  return n;
-}
-
-// A blocking read: `try_read` until it returns something other than
-// -EAGAIN, running the simulated fabric on in between, in virtual time. A
-// finite timeout ends the wait at its deadline: when nothing arrives by then
-// the clock stands at exactly start + timeout, never further (the polls in
-// `try_read` run no event past the deadline: the fabric's poll horizon, and
-// the loop steps only to events up to it). Only an unbounded wait (-1) may
-// end early, when the fabric is idle (no event pending: nothing can arrive
-// any more), with the clock where it was.
-// On verbs the timeout is real time and the wait sleeps on the completion
-// channels (api/fabric/verbs_fabric.cc).
-// `domains` are those whose channels can wake the reader (verbs).
-template <typename TryRead>
-ssize_t WaitFor(Fabric* fabric, const std::vector<Domain*>& domains,
-                int timeout_ms, TryRead try_read) {
-  if (!fabric->sim) return WaitOnChannels(domains, timeout_ms, try_read);
-  softfab::sim::SimFabric& sim = *fabric->sim;
-  if (timeout_ms < 0) {
-    while (true) {
-      const ssize_t n = try_read();
-      if (n != -EAGAIN) return n;
-      if (sim.pending_events() == 0) {
-        return Fail(ETIMEDOUT, "the fabric is idle: nothing will arrive");
-      }
-      sim.Step();
-    }
-  }
-  const uint64_t deadline =
-      sim.clock().NowNs() + static_cast<uint64_t>(timeout_ms) * 1000000;
-  // The horizon is the wait's, for its duration (a wait inside a wait, which
-  // the API does not make, would keep the nearer one).
-  const uint64_t outer = sim.poll_horizon_ns();
-  sim.SetPollHorizon(std::min(outer, deadline));
-  ssize_t n;
-  while ((n = try_read()) == -EAGAIN) {
-    const uint64_t now = sim.clock().NowNs();
-    if (now >= deadline) {
-      n = Fail(ETIMEDOUT, "timed out");
-      break;
-    }
-    if (sim.next_event_ns() > deadline) {
-      sim.RunUntil(deadline);  // Nothing comes before it: the clock goes there.
-    } else {
-      sim.Step();
-    }
-  }
-  sim.SetPollHorizon(outer);
   return n;
 }
 
@@ -221,21 +146,16 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
                 "wait_obj: SF_WAIT_NONE, SF_WAIT_UNSPEC or SF_WAIT_FD");
   }
   const auto wait = static_cast<sf_wait_obj>(raw_wait);
-  int fd = -1;
-  const bool own_fd = wait != SF_WAIT_NONE && d->channel == nullptr;
-  if (own_fd) {
-    fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (fd < 0) return Fail(ENOMEM, "eventfd failed");
-  } else if (wait != SF_WAIT_NONE) {
-    fd = d->channel->fd();  // verbs: the domain's completion channel
-  }
   auto* c = NewObject<Cq>(SF_CLASS_CQ, context, &d->children);
-  c->wait_fd = fd;
-  c->owns_wait_fd = own_fd;
-  if (fd >= 0) d->fabric->waitable.push_back(c);
   c->domain = d;
   c->format = format;
   c->cq = std::make_unique<core::CompletionQueue>(size);
+  if (wait != SF_WAIT_NONE) {
+    if (const int rc = OpenWaitFd(c); rc != 0) {
+      Release(c, &d->children);
+      return rc;
+    }
+  }
   c->cq->set_progress([c] { ProgressCq(c); });
   *out = c;
   return 0;
@@ -279,69 +199,7 @@ ssize_t sf_cq_sread(sf_cq* pub, void* buf, size_t count, const void* cond,
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
   if (cond != nullptr) return Fail(EINVAL, "wait conditions are not supported");
   return WaitFor(cq->domain->fabric, {cq->domain}, timeout_ms,
-                 [&] { return ReadCq(pub, buf, count, nullptr); });
-}
-
-// ---- Wait objects ----
-
-int sf_control(sf_fid* fid, int command, void* arg) {
-  if (!IsClass(fid, SF_CLASS_CQ)) {
-    return Fail(EINVAL, "wait objects belong to completion queues");
-  }
-  if (command != SF_GETWAIT) return Fail(ENOSYS, "unknown command");
-  if (arg == nullptr) return Fail(EINVAL, "arg must point to an int");
-  Cq* cq = ObjectOf<Cq>(fid);
-  if (cq->wait_fd < 0) {
-    return Fail(EINVAL, "the CQ was opened without a wait object");
-  }
-  SyncWaitFds(cq->domain->fabric);
-  *static_cast<int*>(arg) = cq->wait_fd;
-  return 0;
-}
-
-int sf_trywait(sf_fabric* pub, sf_fid** fids, int count) {
-  Fabric* f = AsFabric(pub);
-  if (f == nullptr || fids == nullptr || count <= 0) {
-    return Fail(EINVAL, "fabric, fids and count must be valid");
-  }
-  for (int i = 0; i < count; ++i) {
-    if (!IsClass(fids[i], SF_CLASS_CQ)) return Fail(EINVAL, "not a CQ");
-    Cq* cq = ObjectOf<Cq>(fids[i]);
-    if (cq->domain->fabric != f) return Fail(EINVAL, "CQ of another fabric");
-    if (cq->wait_fd < 0) return Fail(EINVAL, "CQ without a wait object");
-  }
-  for (int i = 0; i < count; ++i) {
-    Cq* cq = ObjectOf<Cq>(fids[i]);
-    cq->cq->Progress();
-    if (cq->cq->pending() > 0 || cq->cq->has_error()) {
-      SyncWaitFds(f);
-      return Fail(EAGAIN, "completions are waiting: read the CQ");
-    }
-  }
-  SyncWaitFds(f);
-  if (!f->sim) {
-    // Verbs: arm, then look once more (what came before the arm raised no
-    // event on the channel).
-    std::vector<Domain*> domains;
-    for (int i = 0; i < count; ++i) {
-      Domain* d = ObjectOf<Cq>(fids[i])->domain;
-      if (std::find(domains.begin(), domains.end(), d) == domains.end()) {
-        domains.push_back(d);
-      }
-    }
-    return ArmForSleep(domains, [&] {
-      for (int i = 0; i < count; ++i) {
-        Cq* cq = ObjectOf<Cq>(fids[i]);
-        cq->cq->Progress();
-        if (cq->cq->pending() > 0 || cq->cq->has_error()) return true;
-      }
-      return false;
-    });
-  }
-  if (f->sim->pending_events() > 0) {
-    return Fail(EAGAIN, "the simulated fabric has work: read the CQs");
-  }
-  return 0;
+                 [&]() -> ssize_t { return ReadCq(pub, buf, count, nullptr); });
 }
 
 // ---- Event queues ----
@@ -373,8 +231,9 @@ ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
                     int timeout_ms, uint64_t flags) {
   Eq* eq = AsEq(pub);
   if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
-  return WaitFor(eq->fabric, eq->fabric->domains, timeout_ms,
-                 [&] { return ReadEq(eq, event, buf, len, flags); });
+  return WaitFor(eq->fabric, eq->fabric->domains, timeout_ms, [&]() -> ssize_t {
+    return ReadEq(eq, event, buf, len, flags);
+  });
 }
 
 ssize_t sf_eq_readerr(sf_eq* pub, sf_eq_err_entry* buf, uint64_t flags) {

@@ -1,16 +1,28 @@
-// The fabric (one simulated fabric and its fault plan, or a verbs device:
-// api/fabric/verbs_fabric.cc), its domains (one node or device context and a
-// protection domain each), and memory registration.
+// The fabric (a backend: the simulated fabric or a real device, chosen here
+// and opened by api/sim/fabric_sim.cc or api/fabric/verbs_fabric.cc), its
+// domains (one node's device, a protection domain and a completion channel
+// each), and memory registration.
 #include <cerrno>
 #include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
 
+#include "api/fabric/internal/backends.h"
 #include "api/fabric/internal/fabric_objects.h"
-#include "api/fabric/internal/verbs_fabric.h"
 #include "api/softfab/fabric.h"
-#include "backends/sim/sim_fabric.h"
+#include "transport/backend.h"
 #include "transport/transport.h"
 
 namespace softfab::fabric_internal {
+
+sf_fabric* NewFabric(std::unique_ptr<tp::Backend> backend,
+                     softfab::sim::SimFabric* sim_extension, void* context) {
+  auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
+  f->backend = std::move(backend);
+  f->sim_extension = sim_extension;
+  return f;
+}
 
 // The sf_* calls have C linkage, so defined inside the namespace they are
 // still the global functions api/softfab/fabric.h declares.
@@ -20,43 +32,23 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   if (attr == nullptr || out == nullptr) {
     return Fail(EINVAL, "attr and fabric must not be NULL");
   }
-  const int backend = Raw(attr->backend);
-  if (backend == SF_BACKEND_VERBS) return OpenVerbsFabric(*attr, out, context);
-  if (backend != SF_BACKEND_SIM) {
-    return Fail(EINVAL, "backend: SF_BACKEND_SIM or SF_BACKEND_VERBS");
+  // The one place a backend is chosen; each opener reads its own fields.
+  Fabric opened;
+  int rc;
+  switch (Raw(attr->backend)) {
+    case SF_BACKEND_SIM:
+      rc = OpenSimBackend(*attr, &opened);
+      break;
+    case SF_BACKEND_VERBS:
+      rc = OpenVerbsBackend(*attr, &opened);
+      break;
+    default:
+      return Fail(EINVAL, "backend: SF_BACKEND_SIM or SF_BACKEND_VERBS");
   }
-  if (attr->sim_nodes <= 0 || attr->sim_nodes > 4096) {
-    return Fail(EINVAL, "sim_nodes must be in [1, 4096]");
-  }
-  softfab::sim::SimConfig config;
-  config.nodes = attr->sim_nodes;
-  config.master_seed = attr->sim_seed;
-  config.default_link.latency_ns = attr->sim_latency_ns;
-  config.default_link.bandwidth_bps = attr->sim_bandwidth_bps;
-  const struct {
-    double p;
-    softfab::sim::PacketFaultKind kind;
-    uint64_t delay_ns;
-  } faults[] = {
-      {attr->sim_drop, softfab::sim::PacketFaultKind::kDrop, 0},
-      {attr->sim_duplicate, softfab::sim::PacketFaultKind::kDuplicate, 700},
-      {attr->sim_reorder, softfab::sim::PacketFaultKind::kReorder, 5000},
-  };
-  for (const auto& f : faults) {
-    if (!(f.p >= 0.0 && f.p <= 1.0)) {
-      return Fail(EINVAL, "fault probabilities must be in [0, 1]");
-    }
-    if (f.p == 0.0) continue;
-    softfab::sim::PacketFault pf;
-    pf.kind = f.kind;
-    pf.probability = f.p;
-    pf.delay_ns = f.delay_ns;
-    config.faults.packet_faults.push_back(pf);
-  }
-  auto sim = softfab::sim::CreateSimFabric(config);
-  if (!sim) return Fail(EINVAL, "simulator configuration refused");
-  auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
-  f->sim = std::move(sim);
+  if (rc != 0) return rc;
+  Fabric* f = static_cast<Fabric*>(
+      NewFabric(std::move(opened.backend), opened.sim_extension, context));
+  f->mr_cache = opened.mr_cache;
   *out = f;
   return 0;
 }
@@ -66,15 +58,33 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   if (f == nullptr || out == nullptr) {
     return Fail(EINVAL, "fabric and domain must be valid");
   }
-  if (f->verbs) return OpenVerbsDomain(f, node, out, context);
-  tp::Device* dev = f->sim->device(node);
-  if (dev == nullptr) return Fail(EINVAL, "no such node");
-  auto pd = dev->AllocPd();
-  if (!pd.ok()) return Fail(pd.status());
+  std::string why;
+  auto dev = f->backend->OpenDevice(node, &why);
+  if (!dev.ok()) {
+    return FailWith(dev.status().code(),
+                    why.empty() ? dev.status().message() : why);
+  }
+  // Undone in reverse if a later step fails, so a refused open leaves the
+  // backend as it was.
+  auto channel = (*dev)->CreateCompChannel();
+  if (!channel.ok()) {
+    f->backend->CloseDevice(*dev);
+    return Fail(channel.status());
+  }
+  auto pd = (*dev)->AllocPd();
+  if (!pd.ok()) {
+    (void)(*channel)->Destroy();
+    f->backend->CloseDevice(*dev);
+    return Fail(pd.status());
+  }
   auto* d = NewObject<Domain>(SF_CLASS_DOMAIN, context, &f->children);
   d->fabric = f;
-  d->device = dev;
+  d->device = *dev;
   d->pd = *pd;
+  d->channel = *channel;
+  core::MrCache::Options cache;
+  cache.enabled = f->mr_cache;
+  d->mr_cache = std::make_unique<core::MrCache>(d->pd, cache);
   f->domains.push_back(d);
   *out = d;
   return 0;

@@ -127,10 +127,11 @@ int sf_close(sf_fid* fid) {
       if (d->children) return Fail(EBUSY, "objects of this domain are open");
       d->mr_cache.reset();  // its registrations hold the PD
       if (Status s = d->pd->Destroy(); !s.ok()) return Fail(s);
+      // Its CQs went with the endpoints; nothing else can hold it.
+      (void)d->channel->Destroy();
       auto& all = d->fabric->domains;
       all.erase(std::find(all.begin(), all.end(), d));
-      // Verbs: the context goes with the domain (its channel with it).
-      d->verbs_device.reset();
+      d->fabric->backend->CloseDevice(d->device);
       return Release(d, &d->fabric->children);
     }
     case SF_CLASS_FABRIC: {

@@ -2,9 +2,13 @@
 // opened from a full SimConfig, the SimFabric under an sf_fabric, and the RC
 // tuning a domain gives the endpoints it creates.
 #include <cerrno>
+#include <memory>
+#include <utility>
 
+#include "api/fabric/internal/backends.h"
 #include "api/fabric/internal/fabric_objects.h"
 #include "api/sim/sim_api.h"
+#include "backends/sim/sim_backend.h"
 
 namespace softfab {
 
@@ -17,18 +21,17 @@ int sf_sim_fabric_open(const sim::SimConfig& config, sf_fabric** out,
                        void* context) {
   if (out == nullptr) return Fail(EINVAL, "fabric must not be NULL");
   if (const Status s = sim::ValidateSimConfig(config); !s.ok()) return Fail(s);
-  auto sim = sim::CreateSimFabric(config);
+  std::unique_ptr<sim::SimFabric> sim = sim::CreateSimFabric(config);
   if (!sim) return Fail(EINVAL, "simulator configuration refused");
-  auto* f =
-      fabric_internal::NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
-  f->sim = std::move(sim);
-  *out = f;
+  sim::SimFabric* view = sim.get();
+  *out = fabric_internal::NewFabric(sim::CreateSimBackend(std::move(sim)), view,
+                                    context);
   return 0;
 }
 
 sim::SimFabric* sf_sim_fabric(sf_fabric* pub) {
   Fabric* f = AsFabric(pub);
-  return f == nullptr ? nullptr : f->sim.get();
+  return f == nullptr ? nullptr : f->sim_extension;
 }
 
 int sf_sim_domain_tune(sf_domain* pub, const sf_sim_ep_tuning& tuning) {

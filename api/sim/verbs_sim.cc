@@ -6,9 +6,12 @@
 #include <cerrno>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "api/softfab/verbs.h"
 #include "api/verbs/internal/verbs_objects.h"
+#include "backends/sim/sim_backend.h"
+#include "backends/sim/sim_fabric.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -47,15 +50,22 @@ sfv_sim_fabric* sfv_sim_fabric_create(const sfv_sim_config* config) {
       config->reorder_delay_ns);
   if (!softfab::sim::ValidateSimConfig(c).ok())
     return Fail<sfv_sim_fabric>(EINVAL);
+  std::unique_ptr<softfab::sim::SimFabric> sim =
+      softfab::sim::CreateSimFabric(c);
+  if (!sim) return Fail<sfv_sim_fabric>(EINVAL);
   auto f = std::make_unique<sfv_sim_fabric>();
-  f->sim = softfab::sim::CreateSimFabric(c);
-  if (!f->sim) return Fail<sfv_sim_fabric>(EINVAL);
+  f->sim = sim.get();
+  f->backend = softfab::sim::CreateSimBackend(std::move(sim));
   for (int n = 0; n < c.nodes; ++n) {
     auto d = std::make_unique<sfv_device>();
-    d->fabric = f.get();
-    d->dev = f->sim->device(n);
+    d->backend = f->backend;
     d->node = n;
-    d->name = d->dev->name();
+    d->owner = f.get();
+    d->fw_ver = "softfab-sim";
+    tp::Device* dev = f->sim->device(n);
+    d->name = dev->name();
+    tp::DeviceAttr a;
+    if (dev->QueryDevice(&a).ok()) d->guid = a.node_guid;
     f->devices.push_back(std::move(d));
   }
   return f.release();

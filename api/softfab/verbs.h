@@ -559,11 +559,12 @@ int sfv_poll_cq(struct sfv_cq* cq, int num_entries, struct sfv_wc* wc);
  * completions that arrived before the arm raise nothing, and an event may
  * come with nothing left to poll. One arm gives at most one event.
  *
- * On the simulator the fabric is single-threaded and its clock virtual:
- * events are raised only while something runs the fabric (sfv_poll_cq,
- * sfv_sim_run_until_idle, sfv_sim_run_until, or a blocking sfv_get_cq_event).
- * Sleeping in poll(2) on the fd without running the fabric waits forever;
- * run it, then look at the fd with a zero timeout. */
+ * To wait on several channels at once, on any backend, use
+ * sfv_wait_comp_channels (the poll(2) of this API). On the simulator the
+ * fabric is single-threaded and its clock virtual: events are raised only
+ * while a call runs the fabric (sfv_poll_cq, sfv_wait_comp_channels, a
+ * blocking sfv_get_cq_event), so sleeping in poll(2) on the fds yourself
+ * would wait forever there; sfv_wait_comp_channels works on both. */
 
 /* NULL + errno (EINVAL for a NULL or closed context; EMFILE ...). */
 struct sfv_comp_channel* sfv_create_comp_channel(struct sfv_context* context);
@@ -593,6 +594,18 @@ int sfv_get_cq_event(struct sfv_comp_channel* channel, struct sfv_cq** cq,
                      void** cq_context);
 /* Acks nevents events taken for cq (at most as many as were taken). */
 void sfv_ack_cq_events(struct sfv_cq* cq, unsigned int nevents);
+/* Waits until at least one of the `count` channels has an event to take, or
+ * `timeout_ms` passes (-1: no limit), on every backend: on a real device by
+ * sleeping in poll(2) on their fds, on the simulator by running the fabric
+ * (the timeout is then virtual time). Like poll(2) it takes no event (follow
+ * with sfv_get_cq_event). The channels must come from contexts of one device
+ * list or simulated fabric. Returns how many channels have an event pending
+ * (> 0), 0 when the time passed first, or -1 with errno: EINVAL for bad
+ * arguments, EINTR when a signal interrupted the sleep, EAGAIN when the
+ * simulated fabric ran out of events first (nothing can raise one any more:
+ * waiting longer would wait for ever). */
+int sfv_wait_comp_channels(struct sfv_comp_channel** channels, int count,
+                           int timeout_ms);
 
 struct sfv_srq* sfv_create_srq(struct sfv_pd* pd,
                                struct sfv_srq_init_attr* srq_init_attr);

@@ -5,16 +5,16 @@
  * through its loopback (the device comes from sfv_get_device_list, as in the
  * original); on the simulator they are two nodes of a fabric. With use_event
  * it sleeps on completion channels as ibv_rc_pingpong -e does, except that one
- * thread serves both sides, so it waits for either fd (poll(2) on a device;
- * on the simulator, which raises events only while it runs, by running the
- * fabric one event at a time) and takes events without blocking. */
+ * thread serves both sides, so it waits for either channel with
+ * sfv_wait_comp_channels (poll(2) on a device; on the simulator, which raises
+ * events only while it runs, by running the fabric) and takes events without
+ * blocking. */
 #define _POSIX_C_SOURCE 200809L
 
 #include "api/verbs/pingpong.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -292,21 +292,14 @@ static int64_t pp_now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Waits for either side's channel. On the simulator nothing happens unless the
- * fabric runs, so it runs one event (failing when none is left: the exchange
- * is stuck); on a device it sleeps in poll(2) for at most slice_ms. */
-static int pp_wait_events(struct sfv_sim_fabric* fabric, struct pp_side* s,
-                          int slice_ms) {
-  struct pollfd fds[2];
-  int side;
-  if (fabric) return sfv_sim_run_until_idle(fabric, 1) == 1 ? 0 : -1;
-  for (side = 0; side < 2; ++side) {
-    fds[side].fd = s[side].ctx->channel->fd;
-    fds[side].events = POLLIN;
-    fds[side].revents = 0;
-  }
-  if (poll(fds, 2, slice_ms) < 0 && errno != EINTR) return -1;
-  return 0;
+/* Waits for either side's channel, at most slice_ms: sfv_wait_comp_channels
+ * sleeps in poll(2) on a device and runs the fabric on the simulator (failing
+ * when it runs out of events first: the exchange is stuck). */
+static int pp_wait_events(struct pp_side* s, int slice_ms) {
+  struct sfv_comp_channel* channels[2];
+  channels[0] = s[0].ctx->channel;
+  channels[1] = s[1].ctx->channel;
+  return sfv_wait_comp_channels(channels, 2, slice_ms) < 0 ? -1 : 0;
 }
 
 static int pp_run(struct sfv_device* dev0, struct sfv_device* dev1,
@@ -372,7 +365,7 @@ static int pp_run(struct sfv_device* dev0, struct sfv_device* dev1,
         if (r < 0) goto out;
         got += r;
       }
-      if (!got && pp_wait_events(fabric, s, 100)) goto out;
+      if (!got && pp_wait_events(s, 100)) goto out;
     } else {
       for (side = 0; side < 2; ++side) {
         if (pp_poll_side(&s[side], side, iters, size) < 0) goto out;

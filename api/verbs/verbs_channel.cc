@@ -2,8 +2,9 @@
 // ibv_get_cq_event, ibv_ack_cq_events, ibv_destroy_comp_channel) over the
 // transport's CompletionChannel. The fd handed out is an epoll fd watching the
 // transport's always-non-blocking fd, so the caller's O_NONBLOCK on it decides
-// whether sfv_get_cq_event waits; how it waits depends on the backend (a
-// simulated fabric is run, a real device slept on).
+// whether sfv_get_cq_event waits. Waiting goes through the context's backend
+// (transport::Backend::Wait: a simulated fabric is run, a real device slept
+// on); sfv_wait_comp_channels is the same wait over several channels.
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/epoll.h>
@@ -12,9 +13,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
-#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -22,37 +24,42 @@ namespace softfab::verbs_internal {
 
 namespace {
 
-// A blocking sfv_get_cq_event on the simulator runs at most this many fabric
-// events looking for one (a QP retrying forever never lets the fabric idle).
-constexpr uint64_t kSimEventsPerGetMax = uint64_t{1} << 20;
+// A blocking sfv_get_cq_event wakes at most this many times looking for an
+// event (on the simulator a wake is one fabric event, and a QP retrying for
+// ever never lets the fabric idle).
+constexpr uint64_t kWakesPerGetMax = uint64_t{1} << 20;
 
 int FailMinusOne(int code, const char* why) {
   SetError(code, why);
   return -1;
 }
 
-// Waits until the transport channel may have an event: on the simulator by
-// running one fabric event (false when none is left, or after the bound), on
-// a real device by sleeping in poll(2) (false, errno set, if interrupted).
-bool WaitForEvent(SfvContext* c, ChannelImpl* ch, uint64_t* sim_events) {
-  if (c->fabric != nullptr) {
-    if (*sim_events >= kSimEventsPerGetMax ||
-        c->fabric->sim->RunUntilIdle(1) == 0) {
+// Waits once on the context's backend until `channels` may have an event
+// (before `deadline_ns`); false, errno set, when none can come (the simulated
+// fabric ran out of events) or a signal interrupted the sleep.
+bool WaitOnce(SfvContext* c, tp::CompletionChannel* const* channels,
+              size_t count, uint64_t deadline_ns) {
+  const tp::WaitSet set{channels, count};
+  switch (c->backend->Wait(set, deadline_ns, nullptr)) {
+    case tp::WaitResult::kWoken:
+      return true;
+    case tp::WaitResult::kIdle:
       SetError(EAGAIN,
-               "the simulated fabric ran out of events before this channel "
-               "got one: nothing can raise it");
+               "the simulated fabric ran out of events before a channel got "
+               "one: nothing can raise it");
       return false;
-    }
-    ++*sim_events;
-    return true;
+    case tp::WaitResult::kInterrupted:
+      SetError(EINTR, "interrupted by a signal");
+      return false;
   }
+  return false;
+}
+
+// Whether the transport channel has an event to take (its fd is readable),
+// without taking it.
+bool HasEvent(const ChannelImpl* ch) {
   pollfd p{ch->channel->fd(), POLLIN, 0};
-  if (poll(&p, 1, -1) < 0) {
-    const int code = errno;
-    SetError(code, code == EINTR ? "interrupted by a signal" : "poll failed");
-    return false;
-  }
-  return true;
+  return poll(&p, 1, 0) == 1;
 }
 
 }  // namespace
@@ -115,13 +122,16 @@ int sfv_get_cq_event(sfv_comp_channel* channel, sfv_cq** cq,
   const bool may_wait = flags >= 0 && (flags & O_NONBLOCK) == 0;
   SfvContext* c = Ctx(channel->context);
   tp::CompletionQueue* raised = nullptr;
-  uint64_t sim_events = 0;
+  uint64_t wakes = 0;
   while (true) {
     const softfab::Status s = ch->channel->GetEvent(&raised);
     if (s.ok()) break;
     if (s.code() != EAGAIN) return FailMinusOne(s.code(), s.message());
     if (!may_wait) return FailMinusOne(EAGAIN, "no completion event pending");
-    if (!WaitForEvent(c, ch, &sim_events)) return -1;
+    if (wakes++ >= kWakesPerGetMax) {
+      return FailMinusOne(EAGAIN, "no event came: nothing raised the channel");
+    }
+    if (!WaitOnce(c, &ch->channel, 1, UINT64_MAX)) return -1;
   }
   CqImpl* found = nullptr;
   {
@@ -141,6 +151,49 @@ int sfv_get_cq_event(sfv_comp_channel* channel, sfv_cq** cq,
 void sfv_ack_cq_events(sfv_cq* cq, unsigned int nevents) {
   if (cq == nullptr) return;
   static_cast<CqImpl*>(cq)->cq->AckEvents(nevents);
+}
+
+int sfv_wait_comp_channels(sfv_comp_channel** channels, int count,
+                           int timeout_ms) {
+  constexpr int kChannelsMax = 1024;
+  if (channels == nullptr || count <= 0 || count > kChannelsMax) {
+    return FailMinusOne(EINVAL, "channels must hold 1 to 1024 channels");
+  }
+  std::vector<tp::CompletionChannel*> transport(count);
+  SfvContext* first = nullptr;
+  for (int i = 0; i < count; ++i) {
+    if (channels[i] == nullptr || channels[i]->context == nullptr) {
+      return FailMinusOne(EINVAL, "a channel is NULL");
+    }
+    SfvContext* c = Ctx(channels[i]->context);
+    if (c->channel_objs.count(channels[i]) == 0) {
+      return FailMinusOne(EINVAL, "a channel is destroyed or not a channel");
+    }
+    if (first == nullptr) first = c;
+    if (c->backend != first->backend) {
+      return FailMinusOne(EINVAL,
+                          "the channels come from different device lists or "
+                          "fabrics: one wait cannot watch them all");
+    }
+    transport[i] = static_cast<ChannelImpl*>(channels[i])->channel;
+  }
+  const uint64_t deadline =
+      timeout_ms < 0 ? UINT64_MAX
+                     : first->backend->clock().NowNs() +
+                           static_cast<uint64_t>(timeout_ms) * 1'000'000;
+  while (true) {
+    int ready = 0;
+    for (int i = 0; i < count; ++i) {
+      ready += HasEvent(static_cast<ChannelImpl*>(channels[i])) ? 1 : 0;
+    }
+    if (ready > 0) return ready;
+    if (deadline != UINT64_MAX && first->backend->clock().NowNs() >= deadline) {
+      return 0;
+    }
+    if (!WaitOnce(first, transport.data(), transport.size(), deadline)) {
+      return -1;
+    }
+  }
 }
 
 }  // extern "C"

@@ -5,9 +5,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <string>
 
-#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -23,7 +24,7 @@ void sfv_free_device_list(sfv_device** list) {
   if (list == nullptr) return;
   // Entries of real devices belong to their list; a fabric owns its own.
   for (sfv_device** d = list; *d != nullptr; ++d) {
-    if ((*d)->fabric == nullptr) delete *d;
+    if ((*d)->owner == nullptr) delete *d;
   }
   delete[] list;
 }
@@ -34,23 +35,28 @@ const char* sfv_get_device_name(sfv_device* device) {
 }
 
 uint64_t sfv_get_device_guid(sfv_device* device) {
-  if (device == nullptr) return 0;
-  if (device->fabric == nullptr) return device->guid;
-  tp::DeviceAttr a;
-  if (!device->dev->QueryDevice(&a).ok()) return 0;
-  return a.node_guid;
+  return device == nullptr ? 0 : device->guid;
 }
 
 sfv_context* sfv_open_device(sfv_device* device) {
   if (device == nullptr) return Fail<sfv_context>(EINVAL, "device is NULL");
-  if (device->fabric == nullptr) return OpenHardwareContext(*device);
+  std::string why;
+  auto dev = device->backend->OpenDevice(device->node, &why);
+  if (!dev.ok()) {
+    // The diagnostic names what was found; the status message is the fallback.
+    SetError(dev.status().code(),
+             why.empty() ? dev.status().message() : why.c_str());
+    return nullptr;
+  }
   auto ctx = std::make_unique<SfvContext>();
-  ctx->device = device;
+  ctx->entry = *device;
+  ctx->device = &ctx->entry;
   ctx->num_comp_vectors = 1;
-  ctx->fabric = device->fabric;
-  ctx->dev = device->dev;
+  ctx->backend = device->backend;
+  ctx->dev = *dev;
+  if (device->owner == nullptr) return ctx.release();  // sfv_close_device
   SfvContext* raw = ctx.get();
-  device->fabric->contexts.push_back(std::move(ctx));
+  device->owner->contexts.push_back(std::move(ctx));
   return raw;
 }
 
@@ -58,13 +64,11 @@ int sfv_close_device(sfv_context* context) {
   if (context == nullptr || !Ctx(context)->open) return EINVAL;
   SfvContext* c = Ctx(context);
   if (c->pds != 0 || c->cqs != 0 || c->channels != 0) return EBUSY;
-  if (c->fabric == nullptr) {
-    delete c;  // closes the device; nothing of it is left
-    return 0;
-  }
-  // A simulated context's wrapper lives until the fabric goes, so stale use is
-  // caught.
+  c->backend->CloseDevice(c->dev);
   c->open = false;
+  // A fabric's contexts live until the fabric goes, so stale use is caught;
+  // a real device's context has nothing left.
+  if (c->entry.owner == nullptr) delete c;
   return 0;
 }
 
@@ -74,10 +78,9 @@ int sfv_query_device(sfv_context* context, sfv_device_attr* attr) {
   const softfab::Status s = Ctx(context)->dev->QueryDevice(&a);
   if (!s.ok()) return Err(s);
   std::memset(attr, 0, sizeof(*attr));
-  // The transport carries no firmware version; the simulator names itself.
-  if (Ctx(context)->fabric != nullptr) {
-    std::strncpy(attr->fw_ver, "softfab-sim", sizeof(attr->fw_ver) - 1);
-  }
+  // The transport carries no firmware version; the entry may name one.
+  std::strncpy(attr->fw_ver, Ctx(context)->entry.fw_ver.c_str(),
+               sizeof(attr->fw_ver) - 1);
   attr->node_guid = a.node_guid;
   attr->sys_image_guid = a.node_guid;
   attr->max_mr_size = a.max_mr_size;

@@ -23,14 +23,18 @@
 
 #include "api/internal/raw_enum.h"
 #include "api/softfab/fabric.h"
-#include "backends/sim/sim_fabric.h"
-#include "backends/verbs/verbs_device.h"
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
 #include "core/event_queue.h"
+#include "core/mr_cache.h"
+#include "transport/backend.h"
 #include "transport/status.h"
 #include "transport/transport.h"
+
+namespace softfab::sim {
+class SimFabric;
+}  // namespace softfab::sim
 
 namespace softfab::fabric_internal {
 
@@ -66,14 +70,17 @@ struct Domain;
 
 struct Fabric : sf_fabric {
   using Public = sf_fabric;
-  // Exactly one backend: the simulated fabric, or a device opened through
-  // libibverbs by each domain with these options.
-  std::unique_ptr<softfab::sim::SimFabric> sim;
-  bool verbs = false;
-  softfab::verbs::VerbsOptions verbs_options;
-  bool verbs_mr_cache = false;  // SF_VERBS_MR_CACHE or SOFTFAB_MR_CACHE=1
+  // The backend (transport/backend.h): the simulated fabric or a real device.
+  // Every call goes through it and none asks which it is.
+  std::unique_ptr<tp::Backend> backend;
+  // The in-process simulator behind `backend` when there is one, for the
+  // simulator's C++ extension alone (api/sim/sim_api.h: sf_sim_fabric).
+  softfab::sim::SimFabric* sim_extension = nullptr;
+  // Registrations the protocol makes of user buffers are cached
+  // (SF_VERBS_MR_CACHE or SOFTFAB_MR_CACHE=1); off: one per operation.
+  bool mr_cache = false;
   int children = 0;
-  std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step (sim).
+  std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step.
   std::vector<Domain*> domains;  // Open domains, in opening order.
 };
 
@@ -86,15 +93,14 @@ struct Domain : sf_domain {
   // Live registrations, so a desc is checked without reading through it.
   std::set<const void*> mrs;
   std::vector<Srx*> srxs;  // Shared receive contexts, in creation order.
-  // Verbs: the device context this domain owns, and the completion channel
-  // every endpoint's CQs raise events on, so a waiter can sleep on its fd.
-  std::unique_ptr<softfab::verbs::VerbsDevice> verbs_device;
+  // The completion channel every endpoint's CQs raise events on, so a waiter
+  // on a backend whose time runs by itself can sleep on its fd.
   tp::CompletionChannel* channel = nullptr;
-  // Verbs: registrations of user buffers the protocol makes (rendezvous),
-  // reused when the fabric asked for SF_VERBS_MR_CACHE; closed after the
-  // endpoints, before the protection domain.
+  // Registrations of user buffers the protocol makes (rendezvous), reused
+  // when the fabric asked for a cache; closed after the endpoints, before the
+  // protection domain.
   std::unique_ptr<core::MrCache> mr_cache;
-  // Endpoints and listeners on this domain (verbs: armed before sleeping).
+  // Endpoints and listeners on this domain (armed before sleeping).
   std::vector<core::Endpoint*> endpoints;
   // RC settings for endpoints created from now on (api/sim/sim_api.h,
   // sf_sim_domain_tune); 0 keeps the core's default.
@@ -110,20 +116,24 @@ struct Cq : sf_cq {
   std::vector<Ep*> eps;  // Bound endpoints, in binding order.
   std::vector<core::CqEntry> scratch = std::vector<core::CqEntry>(64);
   std::vector<uint64_t> scratch_src = std::vector<uint64_t>(64);
-  // SF_WAIT_FD: on the simulator an eventfd of the CQ's own, readable while
-  // signalled; on verbs the domain's completion channel (not owned).
+  // SF_WAIT_FD: an epoll fd (`wait_fd`, handed out) watching an eventfd of
+  // the CQ's own (`signal_fd`), written while reading the CQ would find work
+  // (SyncWaitFds: entries, an entry the core made itself, backend work
+  // pending), and the domain's completion channel, which an armed CQ raises
+  // while the program sleeps.
   int wait_fd = -1;
-  bool owns_wait_fd = false;
+  int signal_fd = -1;
   bool signalled = false;
   ~Cq() {
-    if (owns_wait_fd) close(wait_fd);
+    if (wait_fd >= 0) close(wait_fd);
+    if (signal_fd >= 0) close(signal_fd);
   }
 };
 
 // Brings every wait fd of `f` in line with what reading its CQ would do:
-// readable while entries wait or the simulated fabric has events pending.
-// Called after every call that can change either.
-// Defined with the wait objects (api/fabric/completion.cc).
+// readable while entries wait or the backend has work pending, and quiet
+// again once read. Called after every call that can change either.
+// Defined with the wait objects (api/fabric/wait.cc).
 void SyncWaitFds(Fabric* f);
 
 struct Av : sf_av {
@@ -187,20 +197,20 @@ struct Ep : sf_ep {
   uint64_t primary_caps = 0;
 };
 
-// What differs between the backends in an endpoint's attributes: on verbs the
-// CQs raise events on the domain's channel, small sends go inline, user
-// buffers are registered through the domain's cache, and the CM retries on
-// the scale of real networks (10 ms, for 5 s); on the simulator the defaults
-// stand, so its runs stay as they were.
+// What an endpoint takes from its domain and backend: the CQs raise events
+// on the domain's channel, user buffers are registered through the domain's
+// cache, and inline sends and CM timing follow the backend's tuning (real
+// networks retry on their own scale; the simulator keeps the core's
+// defaults, so its runs stay as they were).
 inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
   if (d->tuned_rc_timeout != 0) a->rc_timeout = d->tuned_rc_timeout;
   if (d->tuned_credits != 0) a->credits = d->tuned_credits;
-  if (d->channel == nullptr) return;
   a->channel = d->channel;
   a->mr_cache = d->mr_cache.get();
-  a->inline_sends = true;
-  a->cm_retry_ns = 10'000'000;
-  a->cm_retries_max = 500;
+  const tp::BackendTuning t = d->fabric->backend->tuning();
+  a->inline_sends = t.inline_sends;
+  if (t.cm_retry_ns != 0) a->cm_retry_ns = t.cm_retry_ns;
+  if (t.cm_retries_max != 0) a->cm_retries_max = t.cm_retries_max;
 }
 
 // Takes an endpoint or listener off its domain's list (before it goes).

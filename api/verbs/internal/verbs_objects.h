@@ -25,29 +25,38 @@
 
 #include "api/internal/raw_enum.h"
 #include "api/softfab/verbs.h"
-#include "backends/sim/sim_fabric.h"
-#include "backends/verbs/verbs_device.h"
+#include "transport/backend.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
+namespace softfab::sim {
+class SimFabric;
+}  // namespace softfab::sim
 namespace softfab::verbs_internal {
 struct SfvContext;
 }  // namespace softfab::verbs_internal
 
-// A device of either backend. Simulated: `fabric` and `dev` are the fabric and
-// its node's device, owned by the fabric. Real: both are null, and each
-// context opens the device by `name` for itself; the entry belongs to the
-// list that holds it (sfv_free_device_list deletes it) or to a context.
+// A device list entry: the backend it opens on and the node there. The
+// entries of sfv_sim_get_device_list are a simulated fabric's nodes and
+// belong to that fabric (`owner`); those of sfv_get_device_list are real
+// devices, each with a backend of its own, and belong to their list (or to a
+// context's copy of it).
 struct sfv_device {
-  sfv_sim_fabric* fabric = nullptr;
-  ::softfab::transport::Device* dev = nullptr;
-  int node = -1;
+  std::shared_ptr<::softfab::transport::Backend> backend;
+  int node = 0;
   std::string name;
-  uint64_t guid = 0;  // real devices: from the list
+  uint64_t guid = 0;
+  std::string fw_ver;  // what sfv_query_device reports (the transport has none)
+  sfv_sim_fabric* owner = nullptr;
 };
 
+// A simulated fabric of the sfv_* API: its backend, the simulator inside it
+// (for the sfv_sim_* calls that drive or read it on purpose), its nodes'
+// list entries, and the wrappers of every context opened on them (kept until
+// the fabric goes, so stale use is caught).
 struct sfv_sim_fabric {
-  std::unique_ptr<softfab::sim::SimFabric> sim;
+  std::shared_ptr<::softfab::transport::Backend> backend;
+  softfab::sim::SimFabric* sim = nullptr;
   std::vector<std::unique_ptr<sfv_device>> devices;
   std::vector<std::unique_ptr<softfab::verbs_internal::SfvContext>> contexts;
 };
@@ -102,15 +111,14 @@ struct AhImpl : sfv_ah {
 // The maps are keyed by address for validation lookups only: nothing iterates
 // them.
 struct SfvContext : sfv_context {
-  // The simulated fabric, or null on a real device.
-  sfv_sim_fabric* fabric = nullptr;
-  // The device every call goes through: the fabric's node, or `hardware`.
+  // The backend the device came from (shared with the list entry, so a real
+  // device's backend outlives its list) and the device every call goes
+  // through, open until sfv_close_device gives it back.
+  std::shared_ptr<tp::Backend> backend;
   tp::Device* dev = nullptr;
-  // Real devices: the opened device (destroyed with the context, by
-  // sfv_close_device) and a copy of the list entry, so `device` outlives the
-  // list as libibverbs' does.
-  std::unique_ptr<softfab::verbs::VerbsDevice> hardware;
-  sfv_device hardware_entry;
+  // A copy of the list entry, so `device` outlives the list as libibverbs'
+  // does.
+  sfv_device entry;
   bool open = true;
   uint32_t next_handle = 1;
   uint32_t pds = 0;
@@ -153,10 +161,6 @@ T* Fail(const softfab::Status& s) {
 }
 
 inline SfvContext* Ctx(sfv_context* c) { return static_cast<SfvContext*>(c); }
-
-// Opens a real device's list entry (api/verbs/verbs_hardware.cc): a context that owns
-// the opened device, or NULL + errno with the reason in sfv_last_error.
-sfv_context* OpenHardwareContext(const sfv_device& entry);
 
 inline bool ValidMtu(int m) { return m >= SFV_MTU_256 && m <= SFV_MTU_4096; }
 
