@@ -3,9 +3,11 @@
 // checked on its own:
 // - simulator: the fd is an eventfd kept readable exactly while reading the
 //   CQ has work to do (entries, or simulated events pending);
-// - verbs: the fd is the domain's completion channel; it becomes readable
-//   when a CQ armed by sf_trywait (or a blocking read) gets a completion, and
-//   stays so until the next sf_trywait takes the event.
+// - verbs: the fd watches the CQ's own signal (as on the simulator: written
+//   while entries wait, including entries the core makes itself, such as a
+//   cancelled receive) and the domain's completion channel, which a CQ armed
+//   by sf_trywait (or a blocking read) raises when a completion comes while
+//   the program sleeps; the next call into the library takes that event.
 // What both promise is fi_trywait(3)'s rule: call sf_trywait before sleeping
 // on the fds; 0 means no completion can be missed, -SF_EAGAIN means read the
 // CQs first. The common cases follow that rule and run on every backend.
@@ -182,6 +184,91 @@ TEST_P(WaitFdTest, WaitCallsRefuseBadArguments) {
   EXPECT_EQ(sf_cq_open(w.f.peers[0].domain, &ca, &cq, nullptr), -SF_ENOSYS);
 }
 
+// An entry the core writes itself, with no completion from the device behind
+// it, must wake a waiter that followed fi_trywait's rule, on every backend:
+// a cancelled receive (ECANCELED) and a receive matched at post time to a
+// message that had already arrived. A poll(2) sleeper and a libuv loop wake
+// within the wait bound instead of sleeping it out.
+TEST_P(WaitFdTest, EntriesTheCoreMakesWakeASleeper) {
+  WaitPair w;
+  ASSERT_TRUE(w.Open(backend()));
+  sf_fid* receiver[] = {&w.cq[1]->fid};
+  // Cancelled receive, poll(2).
+  char in[16] = {};
+  int cancelled = 0;
+  ASSERT_EQ(
+      sf_recv(w.ep[1], in, sizeof in, nullptr, SF_ADDR_UNSPEC, &cancelled), 0);
+  ASSERT_EQ(sf_trywait(w.f.fabric, receiver, 1), 0) << sf_last_error();
+  ASSERT_FALSE(Readable(w.fd[1]));
+  ASSERT_EQ(sf_cancel(&w.ep[1]->fid, &cancelled), 0) << sf_last_error();
+  EXPECT_TRUE(ReadableWithin(w.fd[1], kDeviceWaitMs))
+      << "the ECANCELED entry did not wake a poll(2) sleeper";
+  sf_cq_err_entry err{};
+  ASSERT_EQ(sf_cq_readerr(w.cq[1], &err, 0), 1);
+  EXPECT_EQ(err.err, SF_ECANCELED);
+  EXPECT_EQ(err.op_context, &cancelled);
+
+  // A message that arrives before its receive is posted, then a libuv loop
+  // sleeping on the fd while the program posts the receive.
+  char out[16] = "early";
+  ASSERT_EQ(sf_send(w.ep[0], out, sizeof out, nullptr, w.peer_addr[0], nullptr),
+            0);
+  int sent = 0;
+  ASSERT_TRUE(WaitUntil([&] { return sent == 1; },
+                        [&] {
+                          sf_cq_tagged_entry e;
+                          if (sf_cq_read(w.cq[0], &e, 1) == 1) ++sent;
+                          (void)sf_cq_read(w.cq[1], nullptr,
+                                           0);  // the receiver takes it in
+                        }));
+  ASSERT_TRUE(w.SettleQuiet(verbs() ? 100 : 0));
+  ASSERT_EQ(sf_trywait(w.f.fabric, receiver, 1), 0) << sf_last_error();
+  struct Woken {
+    bool readable = false;
+    bool timed_out = false;
+    uv_poll_t poll;
+    uv_timer_t guard;
+  } woken;
+  uv_loop_t uv;
+  ASSERT_EQ(uv_loop_init(&uv), 0);
+  ASSERT_EQ(uv_poll_init(&uv, &woken.poll, w.fd[1]), 0);
+  woken.poll.data = &woken;
+  ASSERT_EQ(uv_timer_init(&uv, &woken.guard), 0);
+  woken.guard.data = &woken;
+  ASSERT_EQ(uv_poll_start(&woken.poll, UV_READABLE,
+                          [](uv_poll_t* h, int status, int) {
+                            auto* wk = static_cast<Woken*>(h->data);
+                            wk->readable = status == 0;
+                            uv_poll_stop(h);
+                            uv_timer_stop(&wk->guard);
+                          }),
+            0);
+  ASSERT_EQ(uv_timer_start(
+                &woken.guard,
+                [](uv_timer_t* t) {
+                  auto* wk = static_cast<Woken*>(t->data);
+                  wk->timed_out = true;
+                  uv_poll_stop(&wk->poll);
+                },
+                kDeviceWaitMs, 0),
+            0);
+  int matched = 0;
+  ASSERT_EQ(sf_recv(w.ep[1], in, sizeof in, nullptr, SF_ADDR_UNSPEC, &matched),
+            0);
+  ASSERT_EQ(uv_run(&uv, UV_RUN_DEFAULT), 0);
+  EXPECT_TRUE(woken.readable) << "the receive matched at post time did not "
+                                 "wake the libuv loop";
+  EXPECT_FALSE(woken.timed_out);
+  uv_close(reinterpret_cast<uv_handle_t*>(&woken.poll), nullptr);
+  uv_close(reinterpret_cast<uv_handle_t*>(&woken.guard), nullptr);
+  ASSERT_EQ(uv_run(&uv, UV_RUN_DEFAULT), 0);
+  ASSERT_EQ(uv_loop_close(&uv), 0);
+  sf_cq_tagged_entry e{};
+  ASSERT_EQ(sf_cq_read(w.cq[1], &e, 1), 1) << sf_last_error();
+  EXPECT_EQ(e.op_context, &matched);
+  EXPECT_STREQ(in, "early");
+}
+
 // Simulator: readable exactly while there is work, with or without
 // sf_trywait.
 TEST_P(SimWaitFdTest, ReadableExactlyWhileThereIsWork) {
@@ -220,8 +307,8 @@ TEST_P(SimWaitFdTest, ReadableExactlyWhileThereIsWork) {
   EXPECT_EQ(sf_trywait(w.f.fabric, fids, 2), 0) << sf_last_error();
 }
 
-// Verbs: the fd is the domain's completion channel, so every wait CQ of a
-// domain shares it, and only an armed CQ's completion makes it readable:
+// Verbs: the fd watches the domain's completion channel, and only an armed
+// CQ's completion makes it readable while the program is outside the library:
 // completions that come while nobody armed (no sf_trywait, no blocking read)
 // raise nothing, which is why a sleeper must call sf_trywait first.
 TEST_P(VerbsWaitFdTest, ChannelFdWakesOnlyAnArmedWaiter) {
@@ -234,7 +321,7 @@ TEST_P(VerbsWaitFdTest, ChannelFdWakesOnlyAnArmedWaiter) {
   ASSERT_EQ(sf_cq_open(w.f.peers[0].domain, &ca, &other, nullptr), 0);
   int other_fd = -1;
   ASSERT_EQ(sf_control(&other->fid, SF_GETWAIT, &other_fd), 0);
-  EXPECT_EQ(other_fd, w.fd[0]) << "one completion channel per domain";
+  EXPECT_NE(other_fd, w.fd[0]) << "each CQ has a wait fd of its own";
   ASSERT_EQ(sf_close(&other->fid), 0);
 
   // Nobody armed: a message exchanged by busy reading wakes no fd.
@@ -295,8 +382,8 @@ TEST_P(VerbsWaitFdTest, ChannelFdWakesOnlyAnArmedWaiter) {
 // Fails on every backend until fixed. Simulator: SyncWaitFds
 // (api/fabric/completion.cc) counts only entries already in the CQ and pending
 // simulated events, not completions waiting in the endpoint's transport
-// CQs. Verbs: sf_trywait's ArmAll (api/fabric/verbs_fabric.cc) drains and re-arms
-// the channels of every domain, taking the event meant for CQ 1.
+// CQs. Verbs: sf_trywait's ArmAll (api/fabric/verbs_fabric.cc) drains and
+// re-arms the channels of every domain, taking the event meant for CQ 1.
 TEST_P(WaitFdTest, TrywaitOnOneCqLeavesAnotherCqsWakeUp) {
   WaitPair w;
   ASSERT_TRUE(w.Open(backend()));

@@ -4,7 +4,7 @@
 # build needs (tools/install-deps.sh), builds the command optimised and runs it.
 #   bash tools/study.sh
 #       = softfab study examples/scenarios/lossy_link_rc.yaml --seeds 1-1000 --jobs 2 --out study-report
-#   bash tools/study.sh study examples/scenarios/srq_rnr_storm.yaml --seeds 1-200 --out rnr
+#   bash tools/study.sh study examples/scenarios/srq_starvation_rnr.yaml --seeds 1-200 --out rnr
 #   bash tools/study.sh replay examples/scenarios/lossy_link_rc.yaml --seed 17 --trace t.txt --pcap t.pcap
 #   bash tools/study.sh merge shard-0 shard-1 --out merged
 #   bash tools/study.sh info

@@ -8,24 +8,25 @@
 //
 // Conventions for every interface below:
 // - Objects are created by their parent (Device -> ProtectionDomain ->
-// MemoryRegion, ...) and
-//   are owned by the device that created them. The caller releases one with its
-//   Destroy() method, after which the pointer is dangling; Destroy() fails with
-//   EBUSY and changes nothing while other objects still reference it (as
-//   ibv_dealloc_pd / ibv_destroy_cq do). Destroying the device (or the fabric
-//   that owns it) releases everything at once.
-// - Errors are softfab::Status values whose code is the errno that the matching
-// ibv_* call
-//   returns (EINVAL, ENOMEM, EBUSY, ...). A call that fails changes nothing.
+//   MemoryRegion, ...) and are owned by the device that created them. The
+//   caller releases one with its Destroy() method, after which the pointer is
+//   dangling; Destroy() fails with EBUSY and changes nothing while other
+//   objects still reference it (as ibv_dealloc_pd / ibv_destroy_cq do).
+//   Destroying the device (or the backend that owns it) releases everything
+//   at once.
+// - Errors are softfab::Status values whose code is the errno that the
+//   matching ibv_* call returns (EINVAL, ENOMEM, EBUSY, ...). A call that
+//   fails changes nothing.
 // - Threading: an implementation is NOT thread-safe unless a method says so.
-// The simulator is
-//   single-threaded by design (it owns time); the verbs backend serialises per
-//   device.
+//   The simulator is single-threaded by design (it owns time); the verbs
+//   backend serialises per device.
 // - Completion: every work request that is accepted (post returned OK)
-// completes exactly once,
-//   either with a work completion on its CQ (when signaled, or always when it
-//   fails) or, for an unsignaled successful send, silently with the next
-//   signaled one.
+//   completes exactly once, either with a work completion on its CQ (when
+//   signaled, or always when it fails) or, for an unsignaled successful send,
+//   silently with the next signaled one.
+//
+// The backend as a whole (devices per node, the clock, waiting) is
+// transport/backend.h.
 #ifndef SOFTFAB_TRANSPORT_TRANSPORT_H_
 #define SOFTFAB_TRANSPORT_TRANSPORT_H_
 
@@ -433,16 +434,13 @@ class CompletionQueue {
   // channel. One arm gives at most one event. The rule for a
   // sleeper: take the event, ack it, re-arm, then poll again before sleeping,
   // since completions that arrived before the arm raise nothing, and an event
-  // may arrive with nothing left to poll. ENOSYS where the backend has no
-  // completion channels.
-  [[nodiscard]] virtual Status RequestNotify(bool solicited_only) {
-    (void)solicited_only;
-    return NotSupported("completion channels are not implemented here");
-  }
+  // may arrive with nothing left to poll. Every backend has completion
+  // channels; arming a CQ created without one is allowed and raises nothing.
+  [[nodiscard]] virtual Status RequestNotify(bool solicited_only) = 0;
   // Acknowledges `n` events taken for this CQ from its channel
   // (ibv_ack_cq_events). Every event taken must be acked before the CQ is
   // destroyed; acking more than were taken acks only those taken.
-  virtual void AckEvents(uint32_t n) { (void)n; }
+  virtual void AckEvents(uint32_t n) = 0;
 
  protected:
   virtual ~CompletionQueue() = default;
@@ -569,20 +567,13 @@ class Device {
   [[nodiscard]] virtual StatusOr<ProtectionDomain*> AllocPd() = 0;
   // ibv_create_cq; EINVAL if cqe < 1 or > max_cqe.
   [[nodiscard]] virtual StatusOr<CompletionQueue*> CreateCq(int32_t cqe) = 0;
-  // ibv_create_comp_channel. ENOSYS where the backend has none (the
-  // simulator, for now).
-  [[nodiscard]] virtual StatusOr<CompletionChannel*> CreateCompChannel() {
-    return NotSupported("completion channels are not implemented here");
-  }
+  // ibv_create_comp_channel.
+  [[nodiscard]] virtual StatusOr<CompletionChannel*> CreateCompChannel() = 0;
   // ibv_create_cq with a completion channel (which may serve several CQs);
   // the channel must come from this device and outlives the CQ (its Destroy
   // fails with EBUSY meanwhile). A null channel is CreateCq(cqe).
   [[nodiscard]] virtual StatusOr<CompletionQueue*> CreateCqOnChannel(
-      int32_t cqe, CompletionChannel* channel) {
-    (void)cqe;
-    (void)channel;
-    return NotSupported("completion channels are not implemented here");
-  }
+      int32_t cqe, CompletionChannel* channel) = 0;
   // Takes the oldest pending async event (ibv_get_async_event without
   // blocking): EAGAIN when none is pending. Events are queued (bounded; the
   // oldest are kept) in the order raised.

@@ -223,6 +223,52 @@ TEST_P(SfvChannelTest, BlockingGetWaitsAndNonBlockingGetSaysEagain) {
   EXPECT_EQ(wc.wr_id, 2u);
 }
 
+// sfv_wait_comp_channels is how a C program waits on any backend: it returns
+// once a channel has an event (on the simulator by running the fabric, which
+// nothing else does while the program waits), takes none itself, ends at its
+// timeout when nothing comes (in virtual time on the simulator, exactly), and
+// refuses bad arguments.
+TEST_P(SfvChannelTest, WaitCompChannelsWaitsOnEveryBackend) {
+  sfv_comp_channel* ch;
+  sfv_cq* cq;
+  sfv_qp* a;
+  sfv_qp* b;
+  ASSERT_NO_FATAL_FAILURE(ChannelPair(&ch, &cq, &a, &b, 2));
+  sfv_comp_channel* quiet = Channel(1);
+  ASSERT_NE(quiet, nullptr);
+  sfv_comp_channel* both[] = {quiet, ch};
+  ASSERT_EQ(sfv_req_notify_cq(cq, 0), 0);
+  ASSERT_EQ(Send(a, 1, 8), 0);
+  ASSERT_EQ(sfv_wait_comp_channels(both, 2, static_cast<int>(kWaitMs)), 1)
+      << sfv_last_error();
+  pollfd p{ch->fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 1) << "the event is there, not taken";
+  SetNonBlocking(ch);
+  sfv_cq* got = nullptr;
+  ASSERT_EQ(TakeEvent(ch, &got), 0) << sfv_last_error();
+  EXPECT_EQ(got, cq);
+  sfv_ack_cq_events(cq, 1);
+  sfv_wc wc;
+  ASSERT_EQ(PollOne(cq, &wc), 1);
+  ASSERT_EQ(PollOne(s_[1].cq, &wc), 1);
+  // Nothing armed, nothing in flight: the timeout ends the wait.
+  const uint64_t sim_before = sim() ? sfv_sim_now_ns(fabric_) : 0;
+  const uint64_t wall_before = NowMs();
+  EXPECT_EQ(sfv_wait_comp_channels(both, 2, 30), 0) << sfv_last_error();
+  if (sim()) {
+    EXPECT_EQ(sfv_sim_now_ns(fabric_), sim_before + 30'000'000u);
+  } else {
+    EXPECT_GE(NowMs() - wall_before, 30u);
+  }
+  errno = 0;
+  EXPECT_EQ(sfv_wait_comp_channels(nullptr, 1, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(sfv_wait_comp_channels(both, 0, 0), -1);
+  sfv_comp_channel* with_null[] = {ch, nullptr};
+  EXPECT_EQ(sfv_wait_comp_channels(with_null, 2, 0), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 TEST_P(SfvChannelTest, UnackedEventsKeepTheCqAndBusyChannelsStay) {
   sfv_comp_channel* ch;
   sfv_cq* cq;

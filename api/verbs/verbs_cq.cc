@@ -6,8 +6,8 @@
 #include <memory>
 #include <mutex>
 
-#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 

@@ -27,15 +27,18 @@ sfv_device** sfv_get_device_list(int* num_devices) {
       verbs::ListVerbsDevices(&why);
   auto** list = new (std::nothrow) sfv_device*[found.size() + 1];
   if (list == nullptr) return Fail<sfv_device*>(ENOMEM);
+  // The entries share one backend, node i being device i (first active
+  // port, automatic GID), so one wait can watch channels of any of them.
+  std::vector<std::string> names;
+  for (const verbs::VerbsDeviceInfo& info : found) names.push_back(info.name);
+  std::shared_ptr<tp::Backend> backend =
+      verbs::CreateVerbsListBackend(std::move(names));
   for (size_t i = 0; i < found.size(); ++i) {
     list[i] = new sfv_device();
+    list[i]->backend = backend;
+    list[i]->node = static_cast<int>(i);
     list[i]->name = found[i].name;
     list[i]->guid = found[i].node_guid;
-    // Each entry opens on a backend of its own: its device, first active
-    // port, automatic GID.
-    verbs::VerbsOptions options;
-    options.device_name = found[i].name;
-    list[i]->backend = verbs::CreateVerbsBackend(options);
   }
   list[found.size()] = nullptr;
   if (num_devices != nullptr) *num_devices = static_cast<int>(found.size());

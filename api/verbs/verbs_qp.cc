@@ -8,8 +8,8 @@
 #include <cstring>
 #include <memory>
 
-#include "api/verbs/internal/verbs_objects.h"
 #include "api/softfab/verbs.h"
+#include "api/verbs/internal/verbs_objects.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 

@@ -26,18 +26,27 @@ constexpr uint64_t kUnarmedSliceNs = 1'000'000;
 
 class VerbsBackend final : public transport::Backend {
  public:
-  explicit VerbsBackend(const VerbsOptions& options) : options_(options) {}
+  // `every_node`: every node opens per_node[0] (up to kVerbsNodesMax);
+  // otherwise node i opens per_node[i].
+  VerbsBackend(std::vector<VerbsOptions> per_node, bool every_node)
+      : per_node_(std::move(per_node)), every_node_(every_node) {}
 
-  int32_t node_count() const override { return kVerbsNodesMax; }
+  int32_t node_count() const override {
+    return every_node_ ? kVerbsNodesMax
+                       : static_cast<int32_t>(per_node_.size());
+  }
 
   StatusOr<transport::Device*> OpenDevice(int32_t node,
                                           std::string* why) override {
     if (why != nullptr) why->clear();
-    if (node < 0 || node >= kVerbsNodesMax) {
-      return InvalidArgument("node must be in [0, 64) on verbs");
+    if (node < 0 || node >= node_count()) {
+      return InvalidArgument(every_node_ ? "node must be in [0, 64) on verbs"
+                                         : "no such device in the list");
     }
+    const VerbsOptions& options =
+        per_node_[every_node_ ? 0 : static_cast<size_t>(node)];
     StatusOr<std::unique_ptr<VerbsDevice>> device =
-        OpenVerbsDevice(options_, why);
+        OpenVerbsDevice(options, why);
     if (!device.ok()) return device.status();
     devices_.push_back(std::move(*device));
     return static_cast<transport::Device*>(devices_.back().get());
@@ -99,7 +108,8 @@ class VerbsBackend final : public transport::Backend {
   transport::Simulation* simulation() override { return nullptr; }
 
  private:
-  const VerbsOptions options_;
+  const std::vector<VerbsOptions> per_node_;
+  const bool every_node_;
   internal::MonotonicClock clock_;
   std::vector<std::unique_ptr<VerbsDevice>> devices_;
   std::vector<pollfd> fds_;
@@ -109,7 +119,18 @@ class VerbsBackend final : public transport::Backend {
 
 std::unique_ptr<transport::Backend> CreateVerbsBackend(
     const VerbsOptions& options) {
-  return std::make_unique<VerbsBackend>(options);
+  return std::make_unique<VerbsBackend>(std::vector<VerbsOptions>{options},
+                                        /*every_node=*/true);
+}
+
+std::unique_ptr<transport::Backend> CreateVerbsListBackend(
+    std::vector<std::string> names) {
+  std::vector<VerbsOptions> per_node(names.size());
+  for (size_t i = 0; i < names.size(); ++i) {
+    per_node[i].device_name = std::move(names[i]);
+  }
+  return std::make_unique<VerbsBackend>(std::move(per_node),
+                                        /*every_node=*/false);
 }
 
 }  // namespace softfab::verbs
