@@ -36,6 +36,23 @@ check "replay without --seed" exit_code 2 "$softfab" replay "$passing"
 check "merge without --out" exit_code 2 "$softfab" merge "$tmp"
 check "help" exit_code 0 "$softfab" --help
 
+# Input a user can get wrong, refused at once with one line of reason.
+check "a device is not a scenario" exit_code 2 timeout 10 "$softfab" study /dev/zero --seeds 1-2
+check "  ...and says so" has "not a regular file" "$tmp/err"
+printf 'first line of prose\nsecond line\nthird line\n' >"$tmp/prose.txt"
+check "prose is not a scenario" exit_code 2 "$softfab" study "$tmp/prose.txt" --seeds 1-2
+check "  ...quoting its first line only" has "begins 'first line of prose'" "$tmp/err"
+check "  ...and not the rest" sh -c "! grep -q 'second line' '$tmp/err'"
+head -c 1100000 /dev/zero | tr '\0' 'a' >"$tmp/huge.yaml"
+check "an oversized file is refused" exit_code 2 "$softfab" study "$tmp/huge.yaml"
+check "  ...by its size" has "larger than a scenario file may be" "$tmp/err"
+check "replay --seed -1 is refused" exit_code 2 "$softfab" replay "$passing" --seed -1
+check "  ...not wrapped to 2^64-1" has "expected an unsigned number" "$tmp/err"
+check "replay --seed 2^64 is refused" exit_code 2 "$softfab" replay "$passing" --seed 18446744073709551616
+check "unwritable --out fails before the study" exit_code 2 "$softfab" study "$passing" --seeds 1-1000 --out /proc/softfab-out
+check "  ...naming --out" has "\-\-out: cannot create /proc/softfab-out" "$tmp/err"
+check "unwritable --pcap fails before the replay" exit_code 2 "$softfab" replay "$passing" --seed 1 --pcap /proc/x.pcap
+
 # A bad scenario: refused with FILE:LINE:COL, nothing written.
 check "bad scenario exits 2" exit_code 2 "$softfab" study "$bad" --seeds 1-3 --out "$tmp/bad"
 check "bad scenario located" has "$(basename "$bad"):[0-9]*:[0-9]*: " "$tmp/err"

@@ -70,7 +70,9 @@ int main(int argc, char** argv) {
       "its event trace and a RoCEv2 capture.");
   replay_cmd->add_option("SCENARIO", replay.scenario, "Scenario file (YAML)")
       ->required();
-  replay_cmd->add_option("--seed", replay.seed, "The seed")->required();
+  std::string replay_seed_text;
+  replay_cmd->add_option("--seed", replay_seed_text, "The seed (0 to 2^64-1)")
+      ->required();
   replay_cmd->add_option("--trace", replay.trace_path,
                          "Write the simulator's event trace here");
   replay_cmd->add_option("--pcap", replay.pcap_path,
@@ -108,7 +110,14 @@ int main(int argc, char** argv) {
     }
     return RunStudy(study);
   }
-  if (*replay_cmd) return RunReplay(replay);
+  if (*replay_cmd) {
+    std::string error;
+    if (!ParseSeed(replay_seed_text, &replay.seed, &error)) {
+      std::fprintf(stderr, "softfab replay: %s\n", error.c_str());
+      return kExitUsage;
+    }
+    return RunReplay(replay);
+  }
   if (*merge_cmd) return RunMerge(merge);
   if (*info_cmd) return RunInfo();
   return kExitUsage;

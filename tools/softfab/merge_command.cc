@@ -43,6 +43,10 @@ int RunMerge(const MergeArgs& args) {
   StudyIdentity identity;
   std::map<uint64_t, study::SeedResult> by_seed;
   std::string error;
+  if (!PrepareOutputDir(args.out_dir, &error)) {
+    std::fprintf(stderr, "softfab merge: --out: %s\n", error.c_str());
+    return kExitUsage;
+  }
   for (const std::string& dir : args.shard_dirs) {
     StudyIdentity shard;
     if (!ReadIdentity(dir, &shard, &error)) {

@@ -3,8 +3,10 @@
 // trace and RoCEv2 capture when asked.
 #include <cinttypes>
 #include <cstdio>
+#include <string>
 
 #include "tools/softfab/commands.h"
+#include "tools/softfab/study_report.h"
 #include "tools/softfab/study_summary.h"
 #include "tools/study/runner.h"
 
@@ -16,6 +18,12 @@ int RunReplay(const ReplayArgs& args) {
   if (!scenario.ok()) {
     std::fprintf(stderr, "softfab replay: %s\n", error.c_str());
     return kExitUsage;
+  }
+  for (const std::string* path : {&args.trace_path, &args.pcap_path}) {
+    if (!path->empty() && !PrepareOutputFile(*path, &error)) {
+      std::fprintf(stderr, "softfab replay: %s\n", error.c_str());
+      return kExitUsage;
+    }
   }
   study::RunOptions options;
   options.seed = args.seed;

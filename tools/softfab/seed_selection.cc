@@ -5,8 +5,6 @@
 #include <charconv>
 
 namespace softfab::cli {
-namespace {
-
 // The whole of `text` as a decimal number; no sign, no spaces.
 bool ParseNumber(std::string_view text, uint64_t* value) {
   if (text.empty()) return false;
@@ -15,7 +13,14 @@ bool ParseNumber(std::string_view text, uint64_t* value) {
   return ec == std::errc() && ptr == end;
 }
 
-}  // namespace
+bool ParseSeed(const std::string& text, uint64_t* seed, std::string* error) {
+  if (!ParseNumber(text, seed)) {
+    *error =
+        "--seed: expected an unsigned number (0 to 2^64-1), got '" + text + "'";
+    return false;
+  }
+  return true;
+}
 
 bool ParseSeedRange(const std::string& text, SeedRange* range,
                     std::string* error) {

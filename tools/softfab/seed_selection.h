@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace softfab::cli {
@@ -27,6 +28,13 @@ struct Shard {
 inline constexpr uint64_t kSeedsMax = 10'000'000;
 // Most shards a study splits into (a Slurm array is far smaller).
 inline constexpr uint64_t kShardsMax = 100'000;
+
+// The whole of `text` as a decimal number: no sign, no spaces, no more than
+// 64 bits ("-1" is refused, not wrapped to 2^64-1).
+[[nodiscard]] bool ParseNumber(std::string_view text, uint64_t* value);
+// --seed's value; false with a sentence in *error.
+[[nodiscard]] bool ParseSeed(const std::string& text, uint64_t* seed,
+                             std::string* error);
 
 // Parses "A-B" (or a single "A") into a range; false with a sentence in
 // *error when malformed, reversed or longer than kSeedsMax.

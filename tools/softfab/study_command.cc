@@ -47,6 +47,10 @@ int RunStudy(const StudyArgs& args) {
     std::fprintf(stderr, "softfab study: %s\n", error.c_str());
     return kExitUsage;
   }
+  if (!args.out_dir.empty() && !PrepareOutputDir(args.out_dir, &error)) {
+    std::fprintf(stderr, "softfab study: --out: %s\n", error.c_str());
+    return kExitUsage;
+  }
   const StudyIdentity identity{scenario->name, args.scenario, scenario->expect};
   const std::vector<uint64_t> seeds = SelectSeeds(args.seeds, args.shard);
   std::vector<SeedTask> tasks;

@@ -235,4 +235,28 @@ bool WriteStudyDir(const std::string& dir, const StudyIdentity& study,
   return true;
 }
 
+bool PrepareOutputDir(const std::string& dir, std::string* error) {
+  if (!MakeDirs(dir, error)) return false;
+  // Writable: a probe file created and removed (permissions, a read-only
+  // mount and a full inode table all show here, not after the study).
+  const std::string probe = dir + "/.softfab-write-check";
+  std::ofstream out(probe);
+  if (!out) {
+    *error = "cannot write in " + dir + ": " + std::strerror(errno);
+    return false;
+  }
+  out.close();
+  std::remove(probe.c_str());
+  return true;
+}
+
+bool PrepareOutputFile(const std::string& path, std::string* error) {
+  std::ofstream out(path, std::ios::app);
+  if (!out) {
+    *error = "cannot write " + path + ": " + std::strerror(errno);
+    return false;
+  }
+  return true;
+}
+
 }  // namespace softfab::cli

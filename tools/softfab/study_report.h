@@ -48,6 +48,15 @@ std::string ReplayCommand(const StudyIdentity& study, uint64_t seed);
                                  const std::string& plot_script,
                                  std::string* warning, std::string* error);
 
+// Checked before a command runs, so a bad --out or output path fails at
+// once instead of after the work: creates `dir` (and its parents) and checks
+// that a file can be written in it.
+[[nodiscard]] bool PrepareOutputDir(const std::string& dir, std::string* error);
+// Checks that `path` can be opened for writing (creating it, empty, if it
+// did not exist).
+[[nodiscard]] bool PrepareOutputFile(const std::string& path,
+                                     std::string* error);
+
 }  // namespace softfab::cli
 
 #endif  // SOFTFAB_TOOLS_SOFTFAB_STUDY_REPORT_H_

@@ -4,10 +4,12 @@
 // examples/scenarios/README.md; every field read here is listed there.
 #include "tools/study/scenario.h"
 
+#include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -521,6 +523,16 @@ StatusOr<Scenario> ParseScenario(const std::string& text,
     r.Syntax(e.mark, e.msg);
     return Status(EINVAL, "scenario file has a syntax error");
   }
+  if (!root.IsMap()) {
+    // Text that is not YAML at all parses as one long scalar: name the file's
+    // first line, not the whole of it.
+    const std::string first = text.substr(0, text.find('\n'));
+    *error = path +
+             ":1:1: not a scenario (a YAML map with name, topology, "
+             "workload, faults): the file begins '" +
+             first.substr(0, 60) + (first.size() > 60 ? "...'" : "'");
+    return Status(EINVAL, "scenario file refused");
+  }
   Scenario s;
   s.path = path;
   try {
@@ -536,14 +548,36 @@ StatusOr<Scenario> ParseScenario(const std::string& text,
 }
 
 StatusOr<Scenario> LoadScenario(const std::string& path, std::string* error) {
+  // Checked before reading: a device or pipe (/dev/zero) would be read for
+  // ever, and a scenario is a few kilobytes.
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) {
+    *error = path + ":1:1: cannot open the file (" + std::strerror(errno) + ")";
+    return Status(ENOENT, "cannot open the scenario file");
+  }
+  if (!S_ISREG(st.st_mode)) {
+    *error = path + ":1:1: not a regular file: a scenario is a YAML file";
+    return Status(EINVAL, "the scenario is not a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > kScenarioBytesMax) {
+    *error = path + ":1:1: " + std::to_string(st.st_size) +
+             " bytes: larger than a scenario file may be (" +
+             std::to_string(kScenarioBytesMax) + ")";
+    return Status(EINVAL, "the scenario file is too large");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     *error = path + ":1:1: cannot open the file";
     return Status(ENOENT, "cannot open the scenario file");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseScenario(text.str(), path, error);
+  std::string text(kScenarioBytesMax + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > kScenarioBytesMax) {  // grew since the stat
+    *error = path + ":1:1: larger than a scenario file may be";
+    return Status(EINVAL, "the scenario file is too large");
+  }
+  return ParseScenario(text, path, error);
 }
 
 sim::SimConfig SimConfigFor(const Scenario& scenario, uint64_t seed) {

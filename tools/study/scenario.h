@@ -130,6 +130,9 @@ struct Scenario {
   uint64_t throughput_bucket_ns = 100'000;
 };
 
+// The largest scenario file LoadScenario reads (shipped ones are a few KB).
+inline constexpr uint64_t kScenarioBytesMax = 1 << 20;
+
 // Reads and validates a scenario file. On failure returns the error status
 // and sets *error (which must not be null) to one located line:
 //   FILE:LINE:COL: field 'workload.sizes': expected ..., got ...

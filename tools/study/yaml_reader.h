@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <sstream>
 #include <string>
@@ -119,11 +120,21 @@ class Reader {
     *error_ = os.str();
   }
 
+  // A value as an error quotes it: at most its first line, and no more than
+  // kQuoteMax characters of that (a file that is not YAML at all parses as
+  // one long text, which must not come back whole).
+  static constexpr size_t kQuoteMax = 60;
   static std::string Describe(const YAML::Node& n) {
     if (!n.IsDefined() || n.IsNull()) return "nothing";
     if (n.IsMap()) return "a map";
     if (n.IsSequence()) return "a list";
-    return "'" + n.Scalar() + "'";
+    const std::string& text = n.Scalar();
+    const size_t line_end = std::min(text.find('\n'), text.size());
+    if (line_end <= kQuoteMax && line_end == text.size()) {
+      return "'" + text + "'";
+    }
+    return "'" + text.substr(0, std::min(line_end, kQuoteMax)) + "...' (" +
+           std::to_string(text.size()) + " characters of text)";
   }
 
   // A map's keys must all be known; `field` names the map.
