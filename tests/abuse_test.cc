@@ -11,7 +11,7 @@
 #include "backends/sim/sim_fabric.h"
 #include "core/endpoint.h"
 #include "core/wire.h"
-#include "fuzz/raw_peer.h"
+#include "tests/support/raw_peer.h"
 #include "tests/messaging_harness.h"
 
 namespace softfab::testing {

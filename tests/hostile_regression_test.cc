@@ -15,7 +15,7 @@
 #include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/wire.h"
-#include "fuzz/raw_peer.h"
+#include "tests/support/raw_peer.h"
 #include "tests/messaging_harness.h"
 
 namespace softfab::testing {

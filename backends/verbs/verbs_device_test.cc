@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "backends/verbs/internal/selection.h"
-#include "backends/verbs/verbs_test_util.h"
+#include "tests/support/verbs_test_util.h"
 #include "transport/transport.h"
 
 namespace softfab::verbs::testing {

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "backends/verbs/verbs_test_util.h"
+#include "tests/support/verbs_test_util.h"
 #include "transport/transport.h"
 
 namespace softfab::verbs::testing {

@@ -1,5 +1,5 @@
 // RawPeer (see raw_peer.h): softfab's protocol spoken by hand.
-#include "fuzz/raw_peer.h"
+#include "tests/support/raw_peer.h"
 
 #include <algorithm>
 #include <cerrno>

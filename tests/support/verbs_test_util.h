@@ -2,8 +2,8 @@
 // by SOFTFAB_RXE_DEVICE (or the first one) or skipping with the reason,
 // registered buffers, RC/UD queue pairs brought up on one device, and polling
 // with a deadline (rxe under emulation is slow; every wait is bounded).
-#ifndef SOFTFAB_BACKENDS_VERBS_VERBS_TEST_UTIL_H_
-#define SOFTFAB_BACKENDS_VERBS_VERBS_TEST_UTIL_H_
+#ifndef SOFTFAB_TESTS_SUPPORT_VERBS_TEST_UTIL_H_
+#define SOFTFAB_TESTS_SUPPORT_VERBS_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -280,4 +280,4 @@ class VerbsTest : public ::testing::Test {
 
 }  // namespace softfab::verbs::testing
 
-#endif  // SOFTFAB_BACKENDS_VERBS_VERBS_TEST_UTIL_H_
+#endif  // SOFTFAB_TESTS_SUPPORT_VERBS_TEST_UTIL_H_

@@ -10,7 +10,7 @@
  * fabric one event at a time) and takes events without blocking. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "api/verbs/pingpong.h"
+#include "tests/support/pingpong.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,8 @@
 // Test helpers for the simulated fabric: a two-node (or N-node) setup with
 // connected QPs. Every helper asserts on failure so tests stay short; they
 // never hide a failure.
-#ifndef SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
-#define SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
+#ifndef SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
+#define SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -325,4 +325,4 @@ struct UdPair : TwoEndpoints {
 
 }  // namespace softfab::sim::testing
 
-#endif  // SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
+#endif  // SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
