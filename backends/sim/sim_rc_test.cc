@@ -226,7 +226,7 @@ TEST(RcTest, PsnWrapsAround24Bits) {
   c.faults.packet_faults.push_back(PacketFault{PacketFaultKind::kDrop, 0.1});
   RcParams prm;
   prm.timeout = 8;
-  prm.psn = 0xfffffa;  // wraps after six packets
+  prm.Psn(0xfffffa);  // wraps after six packets
   RcPair p(c, prm);
   for (int i = 0; i < 20; ++i) {
     tp::Sge rs = p.b.Sge(static_cast<uint64_t>(i) * 3000, 3000);

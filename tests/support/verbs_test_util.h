@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backends/verbs/verbs_device.h"
+#include "tests/support/qp_bringup.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -41,13 +42,9 @@ inline VerbsOptions TestOptions() {
   return o;
 }
 
-// Retry and timer settings of an RC connection in the tests.
-struct RcParams {
-  uint8_t timeout = 14;
-  uint8_t retry_cnt = 7;
-  uint8_t rnr_retry = 7;
-  uint8_t min_rnr_timer = 1;
-};
+// Retry and timer settings of an RC connection in the tests (the MTU, PSNs
+// and READ limits are the fixture's: see ConnectRc).
+using ::softfab::testing::RcParams;
 
 // A fixture holding an opened device. Without one: skipped with the reason,
 // unless SOFTFAB_RXE_DEVICE names a device, which must then open.
@@ -127,39 +124,20 @@ class VerbsTest : public ::testing::Test {
 
   // RESET -> INIT for an RC QP, remote reads and writes allowed.
   Status ToInit(tp::QueuePair* qp) {
-    tp::QpAttr a;
-    a.qp_state = tp::QpState::kInit;
-    a.port_num = 1;
-    a.qp_access_flags = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
-    return qp->Modify(
-        a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort | tp::kQpAccessFlags);
+    return ::softfab::testing::ToInit(qp, kRcAccess);
   }
 
-  // RESET -> INIT -> RTR -> RTS towards `peer` on this device.
+  // RESET -> INIT -> RTR -> RTS towards `peer` on this device, at the port's
+  // MTU with one READ outstanding each way; `params` gives retries and timers.
   void ConnectRc(tp::QueuePair* qp, const tp::QueuePair* peer,
                  const RcParams& params) {
-    ASSERT_TRUE(ToInit(qp).ok());
-    tp::QpAttr a;
-    a.qp_state = tp::QpState::kRtr;
-    a.path_mtu = port_.active_mtu;
-    a.dest_qp_num = peer->qp_num();
-    a.rq_psn = 0x100;
-    a.max_dest_rd_atomic = 1;
-    a.min_rnr_timer = params.min_rnr_timer;
-    a.ah_attr = SelfAddress();
-    Status s = qp->Modify(a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu |
-                                 tp::kQpDestQpn | tp::kQpRqPsn |
-                                 tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
-    ASSERT_TRUE(s.ok()) << s.message();
-    a.qp_state = tp::QpState::kRts;
-    a.sq_psn = 0x100;
-    a.timeout = params.timeout;
-    a.retry_cnt = params.retry_cnt;
-    a.rnr_retry = params.rnr_retry;
-    a.max_rd_atomic = 1;
-    s = qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
-                          tp::kQpRetryCnt | tp::kQpRnrRetry |
-                          tp::kQpMaxQpRdAtomic);
+    RcParams p = params;
+    p.mtu = port_.active_mtu;
+    p.Psn(0x100);
+    p.max_rd_atomic = p.max_dest_rd_atomic = 1;
+    p.access = kRcAccess;
+    const Status s =
+        ::softfab::testing::ConnectRc(qp, SelfAddress(), peer->qp_num(), p);
     ASSERT_TRUE(s.ok()) << s.message();
   }
 
@@ -208,18 +186,8 @@ class VerbsTest : public ::testing::Test {
 
   // RESET -> INIT -> RTR -> RTS for a UD QP.
   void BringUpUd(tp::QueuePair* qp, uint32_t qkey) {
-    tp::QpAttr a;
-    a.qp_state = tp::QpState::kInit;
-    a.port_num = 1;
-    a.qkey = qkey;
-    ASSERT_TRUE(qp->Modify(a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort |
-                                  tp::kQpQkey)
-                    .ok());
-    a.qp_state = tp::QpState::kRtr;
-    ASSERT_TRUE(qp->Modify(a, tp::kQpState).ok());
-    a.qp_state = tp::QpState::kRts;
-    a.sq_psn = 0;
-    ASSERT_TRUE(qp->Modify(a, tp::kQpState | tp::kQpSqPsn).ok());
+    const Status s = ::softfab::testing::UdToRts(qp, qkey, /*sq_psn=*/0);
+    ASSERT_TRUE(s.ok()) << s.message();
   }
 
   // Polls `cq` until `n` completions arrived or kWaitMs passed.
@@ -269,6 +237,10 @@ class VerbsTest : public ::testing::Test {
     const tp::SendWr* bad = nullptr;
     return qp->PostSend(&wr, &bad);
   }
+
+  // The remote access an RC QP of these tests grants.
+  static constexpr uint32_t kRcAccess =
+      tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
 
   // Declared first so that the device (and its MRs) goes before the memory.
   std::vector<std::unique_ptr<Buffer>> buffers_;
