@@ -39,6 +39,26 @@ struct RcParams {
   }
 };
 
+// An RC QP's creation attributes as the tests use them: `depth` requests of
+// up to 4 SGEs each way (none on the receive side with an SRQ), 64 bytes
+// inline, every send signaled.
+inline transport::QpInitAttr RcQpInit(
+    transport::CompletionQueue* send_cq, transport::CompletionQueue* recv_cq,
+    uint32_t depth = 64, transport::SharedReceiveQueue* srq = nullptr) {
+  transport::QpInitAttr a;
+  a.send_cq = send_cq;
+  a.recv_cq = recv_cq;
+  a.srq = srq;
+  a.cap.max_send_wr = depth;
+  a.cap.max_recv_wr = srq ? 0 : depth;
+  a.cap.max_send_sge = 4;
+  a.cap.max_recv_sge = srq ? 0 : 4;
+  a.cap.max_inline_data = 64;
+  a.qp_type = transport::QpType::kRc;
+  a.sq_sig_all = 1;
+  return a;
+}
+
 // The Q_Key the test UD QPs use unless told otherwise.
 inline constexpr uint32_t kTestQkey = 0x11111111;
 

@@ -53,18 +53,7 @@ inline Endpoint MakeEndpoint(SimFabric* f, int node, size_t buf_bytes = 1 << 16,
 
 inline tp::QpInitAttr RcInit(const Endpoint& e, uint32_t depth = 64,
                              tp::SharedReceiveQueue* srq = nullptr) {
-  tp::QpInitAttr a;
-  a.send_cq = e.scq;
-  a.recv_cq = e.rcq;
-  a.srq = srq;
-  a.cap.max_send_wr = depth;
-  a.cap.max_recv_wr = srq ? 0 : depth;
-  a.cap.max_send_sge = 4;
-  a.cap.max_recv_sge = srq ? 0 : 4;
-  a.cap.max_inline_data = 64;
-  a.qp_type = tp::QpType::kRc;
-  a.sq_sig_all = 1;
-  return a;
+  return ::softfab::testing::RcQpInit(e.scq, e.rcq, depth, srq);
 }
 
 using ::softfab::testing::RcParams;
@@ -120,6 +109,23 @@ inline Status PostRecv(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge* sges,
   wr.num_sge = n;
   const tp::RecvWr* bad = nullptr;
   return qp->PostRecv(&wr, &bad);
+}
+
+// A SEND_WITH_IMM datagram of `sge` from `qp` to the QP `remote_qpn` at `ah`.
+inline Status PostUdSend(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge& sge,
+                         tp::AddressHandle* ah, uint32_t remote_qpn,
+                         uint32_t qkey, uint32_t imm) {
+  tp::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSendWithImm;
+  wr.imm_data = imm;
+  wr.ud.ah = ah;
+  wr.ud.remote_qpn = remote_qpn;
+  wr.ud.remote_qkey = qkey;
+  const tp::SendWr* bad = nullptr;
+  return qp->PostSend(&wr, &bad);
 }
 
 // Every completion currently available (without running the fabric further).
@@ -251,18 +257,8 @@ struct UdPair : TwoEndpoints {
   }
   Status Send(uint64_t wr_id, uint32_t len,
               uint32_t qkey = ::softfab::testing::kTestQkey) {
-    tp::Sge s = a.Sge(0, len);
-    tp::SendWr wr;
-    wr.wr_id = wr_id;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.opcode = tp::WrOpcode::kSendWithImm;
-    wr.imm_data = 0x1234;
-    wr.ud.ah = ah;
-    wr.ud.remote_qpn = qb->qp_num();
-    wr.ud.remote_qkey = qkey;
-    const tp::SendWr* bad;
-    return qa->PostSend(&wr, &bad);
+    const tp::Sge s = a.Sge(0, len);
+    return PostUdSend(qa, wr_id, s, ah, qb->qp_num(), qkey, 0x1234);
   }
 };
 
