@@ -133,13 +133,20 @@ class TransportTest : public ::testing::TestWithParam<Backend> {
     return tp::SelfAddress(s_[side].gid, s_[side].port.lid);
   }
 
+  // The remote access an RC QP grants on a device (as the device tests always
+  // did: remote reads and writes).
+  static constexpr uint32_t kDeviceRcAccess =
+      tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
+
   // The connection the cases use unless they say otherwise: on the simulator
-  // qp_bringup's defaults, on a device its port's MTU and one READ each way.
+  // qp_bringup's defaults, on a device its port's MTU, one READ each way and
+  // kDeviceRcAccess.
   RcParams Params() const {
     RcParams p;
     if (!sim()) {
       p.mtu = s_[0].port.active_mtu;
       p.max_rd_atomic = p.max_dest_rd_atomic = 1;
+      p.access = kDeviceRcAccess;
     }
     return p;
   }
