@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
-#include "tests/support/sim_test_util.h"
 #include "backends/verbs/verbs_device.h"
+#include "tests/support/sim_test_util.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 

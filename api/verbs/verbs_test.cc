@@ -2,8 +2,8 @@
 // event-driven, on the simulator and on a real device), argument validation
 // (errors as ibv_* returns them, no side effects) and the verbs semantics seen
 // through the C layer, each case on both backends (SfvApiTest/Sim and
-// SfvApiTest/Device; see tests/support/sfv_test_util.h). Completion channels and the
-// device list are in verbs_channel_test.cc, rxe's quirks in
+// SfvApiTest/Device; see tests/support/sfv_test_util.h). Completion channels
+// and the device list are in verbs_channel_test.cc, rxe's quirks in
 // verbs_quirks_test.cc.
 #include "api/softfab/verbs.h"
 
