@@ -1,7 +1,9 @@
 // The walk of a transport QP from RESET to RTS (INIT, RTR, RTS), written once
 // for every test, fuzz target and benchmark, on any backend: the simulator's
-// and the verbs fixtures, the transport conformance suite, RawPeer and the
-// simulator's benchmark all bring their QPs up here. Production code walks its
+// helpers (sim_test_util.h), the transport conformance suite (tests/transport/,
+// on the simulator and on a device), RawPeer and the simulator's benchmark all
+// bring their QPs up here. (The sfv_* fixture walks through sfv_modify_qp,
+// which is what it tests.) Production code walks its
 // own (core/wireup.cc, core/endpoint.cc, backends/sim/scenario.cc) and must not
 // depend on this testonly header.
 //
@@ -19,7 +21,8 @@
 namespace softfab::testing {
 
 // What an RC connection is set up with. The defaults are the simulator tests'
-// (the fixtures for a real device take the port's MTU and one READ each way).
+// (on a real device the conformance suite takes the port's MTU, one READ each
+// way and remote read and write only).
 struct RcParams {
   uint8_t timeout = 14;  // 4.096 us * 2^timeout; 0 waits forever
   uint8_t retry_cnt = 7;

@@ -1,6 +1,6 @@
 // Test helpers for the simulated fabric: a two-node (or N-node) setup with
-// connected QPs. Every helper asserts on failure so tests stay short; they
-// never hide a failure.
+// connected QPs (brought up by qp_bringup.h, addressed by node number). Every
+// helper asserts on failure so tests stay short; they never hide a failure.
 #ifndef SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
 #define SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
 
