@@ -19,7 +19,7 @@
 #include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/wire.h"
-#include "fuzz/raw_peer.h"
+#include "tests/support/raw_peer.h"
 
 namespace softfab {
 namespace {

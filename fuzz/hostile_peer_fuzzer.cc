@@ -36,7 +36,7 @@
 #include "core/wire.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/input_reader.h"
-#include "fuzz/raw_peer.h"
+#include "tests/support/raw_peer.h"
 
 namespace {
 

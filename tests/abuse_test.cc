@@ -11,8 +11,8 @@
 #include "backends/sim/sim_fabric.h"
 #include "core/endpoint.h"
 #include "core/wire.h"
-#include "fuzz/raw_peer.h"
 #include "tests/messaging_harness.h"
+#include "tests/support/raw_peer.h"
 
 namespace softfab::testing {
 namespace {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
-#include "backends/sim/sim_test_util.h"
 #include "backends/verbs/verbs_device.h"
+#include "tests/support/sim_test_util.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -40,7 +40,7 @@ uint64_t NowMs() {
 }
 
 // One device (a one-node simulated fabric, or a real one) with loopback QPs
-// on it (the transport-level helpers of backends/sim/sim_test_util.h, which
+// on it (the transport-level helpers of tests/support/sim_test_util.h, which
 // take any transport's objects), one CQ for everything, bounded waits.
 class DevicePersonalityTest : public ::testing::TestWithParam<const char*> {
  protected:

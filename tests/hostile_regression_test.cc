@@ -15,8 +15,8 @@
 #include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/wire.h"
-#include "fuzz/raw_peer.h"
 #include "tests/messaging_harness.h"
+#include "tests/support/raw_peer.h"
 
 namespace softfab::testing {
 namespace {

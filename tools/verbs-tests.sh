@@ -16,6 +16,7 @@ bin=${SOFTFAB_BIN:-bazel-bin}
 # simulator instances ran on the host).
 suites=(
   "verbs_device_test:backends/verbs/verbs_device_test:*"
+  "transport_conformance_test:tests/transport/transport_conformance_test:*/verbs"
   "conformance_recv_test:tests/conformance_recv_test:*/verbs"
   "conformance_send_test:tests/conformance_send_test:*/verbs"
   "conformance_errors_test:tests/conformance_errors_test:*/verbs"

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "api/softfab/verbs.h"
-#include "api/verbs/verbs_test_util.h"
+#include "tests/support/sfv_test_util.h"
 
 namespace softfab::sfv_testing {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstring>
 
 #include "api/softfab/verbs.h"
-#include "api/verbs/verbs_test_util.h"
+#include "tests/support/sfv_test_util.h"
 
 namespace softfab::sfv_testing {
 namespace {

@@ -2,8 +2,8 @@
 // event-driven, on the simulator and on a real device), argument validation
 // (errors as ibv_* returns them, no side effects) and the verbs semantics seen
 // through the C layer, each case on both backends (SfvApiTest/Sim and
-// SfvApiTest/Device; see api/verbs/verbs_test_util.h). Completion channels and
-// the device list are in verbs_channel_test.cc, rxe's quirks in
+// SfvApiTest/Device; see tests/support/sfv_test_util.h). Completion channels
+// and the device list are in verbs_channel_test.cc, rxe's quirks in
 // verbs_quirks_test.cc.
 #include "api/softfab/verbs.h"
 
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "api/verbs/pingpong.h"
-#include "api/verbs/verbs_test_util.h"
+#include "tests/support/pingpong.h"
+#include "tests/support/sfv_test_util.h"
 
 namespace softfab::sfv_testing {
 namespace {

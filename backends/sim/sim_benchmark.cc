@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
+#include "tests/support/qp_bringup.h"
 #include "transport/transport.h"
 
 namespace softfab::sim {
@@ -87,28 +88,15 @@ struct Bench {
     return qp;
   }
 
+  // The benchmark's connection: a 4 KiB MTU, PSNs from 0, no READs.
   static void Connect(tp::QueuePair* qp, int peer_node, uint32_t peer_qpn) {
-    tp::QpAttr a;
-    a.qp_state = tp::QpState::kInit;
-    a.port_num = 1;
-    a.qp_access_flags = tp::kAccessAll;
-    Ok(qp->Modify(
-        a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort | tp::kQpAccessFlags));
-    a.qp_state = tp::QpState::kRtr;
-    a.path_mtu = tp::Mtu::k4096;
-    a.dest_qp_num = peer_qpn;
-    a.ah_attr.dlid = static_cast<uint16_t>(peer_node + 1);
-    a.min_rnr_timer = 1;
-    Ok(qp->Modify(a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu |
-                         tp::kQpDestQpn | tp::kQpRqPsn |
-                         tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer));
-    a.qp_state = tp::QpState::kRts;
-    a.timeout = 14;
-    a.retry_cnt = 7;
-    a.rnr_retry = 7;
-    Ok(qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
-                         tp::kQpRetryCnt | tp::kQpRnrRetry |
-                         tp::kQpMaxQpRdAtomic));
+    ::softfab::testing::RcParams p;
+    p.mtu = tp::Mtu::k4096;
+    p.Psn(0);
+    p.max_rd_atomic = p.max_dest_rd_atomic = 0;
+    tp::AhAttr peer;
+    peer.dlid = static_cast<uint16_t>(peer_node + 1);
+    Ok(::softfab::testing::ConnectRc(qp, peer, peer_qpn, p));
   }
 
   void PostRecv(NodeState& s, tp::QueuePair* qp) {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "backends/sim/sim_fabric.h"
-#include "backends/sim/sim_test_util.h"
+#include "tests/support/sim_test_util.h"
 #include "transport/transport.h"
 
 namespace softfab::sim::testing {

@@ -1,8 +1,10 @@
 // Tests of RC transport (sim_requester.cc, sim_responder.cc,
-// sim_completer.cc): sends with immediate data, scatter and multiple packets,
-// timing, unsignaled WRs, exactly-once in-order delivery under faults, ACK
-// timeout and retry_cnt, PSN wrap, RNR NAKs with their timer table and
-// rnr_retry, and a receive too small (issue 3, items 2, 3 and 7).
+// sim_completer.cc) that only the simulator can run: timing, exactly-once
+// in-order delivery under faults, ACK timeout and retry_cnt, PSN wrap, RNR
+// NAKs with their timer table and rnr_retry, and the rxe personality's
+// statuses for a receive too small (issue 3, items 2, 3 and 7). What every
+// backend must do (scatter, immediate data, unsignaled WRs) is in
+// tests/transport/.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -10,47 +12,11 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
-#include "backends/sim/sim_test_util.h"
+#include "tests/support/sim_test_util.h"
 #include "transport/transport.h"
 
 namespace softfab::sim::testing {
 namespace {
-
-TEST(RcTest, SendRecvImmediateScatterAndMultiPacket) {
-  RcPair p(TwoNodes());
-  // 10000 bytes at MTU 1024 = 10 packets, scattered over three receive SGEs.
-  for (int i = 0; i < 10000; ++i) p.a.buf[i] = static_cast<uint8_t>(i * 7);
-  tp::Sge rs[3] = {p.b.Sge(0, 3000), p.b.Sge(5000, 3000), p.b.Sge(9000, 5000)};
-  ASSERT_TRUE(PostRecv(p.qb, 77, rs, 3).ok());
-  tp::Sge ss[2] = {p.a.Sge(0, 4000), p.a.Sge(4000, 6000)};
-  ASSERT_TRUE(PostSend(p.qa, 5, ss, 2, tp::WrOpcode::kSendWithImm,
-                       tp::kSendSignaled, 0, 0, 0xdeadbeef)
-                  .ok());
-  const uint64_t before = p.f->stats().packets_sent;
-  auto r = Drain(p.f.get(), p.b.rcq);
-  ASSERT_EQ(r.size(), 1u);
-  EXPECT_EQ(r[0].status, tp::WcStatus::kSuccess);
-  EXPECT_EQ(r[0].wr_id, 77u);
-  EXPECT_EQ(r[0].opcode, tp::WcOpcode::kRecv);
-  EXPECT_EQ(r[0].byte_len, 10000u);
-  EXPECT_EQ(r[0].imm_data, 0xdeadbeefu);
-  EXPECT_EQ(r[0].wc_flags, tp::kWcWithImm);
-  EXPECT_EQ(r[0].src_qp, p.qa->qp_num());
-  EXPECT_EQ(r[0].qp_num, p.qb->qp_num());
-  for (int i = 0; i < 10000; ++i) {
-    const size_t at = i < 3000   ? i
-                      : i < 6000 ? 5000 + (i - 3000)
-                                 : 9000 + (i - 6000);
-    ASSERT_EQ(p.b.buf[at], static_cast<uint8_t>(i * 7)) << i;
-  }
-  EXPECT_EQ(p.b.buf[3000], 0);  // the gap between SGEs is untouched
-  auto s = Drain(p.f.get(), p.a.scq);
-  ASSERT_EQ(s.size(), 1u);
-  EXPECT_EQ(s[0].wr_id, 5u);
-  EXPECT_EQ(s[0].opcode, tp::WcOpcode::kSend);
-  EXPECT_EQ(before, 10u);                     // all data packets leave at post
-  EXPECT_EQ(p.f->stats().packets_sent, 11u);  // 10 data packets + 1 ACK
-}
 
 TEST(RcTest, LatencyAndBandwidthShapeCompletionTime) {
   SimConfig c = TwoNodes();
@@ -66,27 +32,6 @@ TEST(RcTest, LatencyAndBandwidthShapeCompletionTime) {
   ASSERT_EQ(p.a.scq->Poll(1, &wc), 1);
   // data: 1000 ns serialisation + 5000 latency; ack: 58 ns + 5000.
   EXPECT_EQ(p.f->clock().NowNs(), 1000u + 5000u + 58u + 5000u);
-}
-
-TEST(RcTest, UnsignaledSendsCompleteSilently) {
-  SimConfig c = TwoNodes();
-  auto f = CreateSimFabric(c);
-  Endpoint a = MakeEndpoint(f.get(), 0), b = MakeEndpoint(f.get(), 1);
-  tp::QpInitAttr ia = RcInit(a);
-  ia.sq_sig_all = 0;
-  tp::QueuePair* qa = Must(a.pd->CreateQp(ia));
-  tp::QueuePair* qb = Must(b.pd->CreateQp(RcInit(b)));
-  Connect(qa, 0, qb, 1);
-  tp::Sge rs = b.Sge(0, 64), ss = a.Sge(0, 8);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(PostRecv(qb, i, &rs, 1).ok());
-  ASSERT_TRUE(PostSend(qa, 1, &ss, 1).ok());
-  ASSERT_TRUE(
-      PostSend(qa, 2, &ss, 1, tp::WrOpcode::kSend, tp::kSendSignaled).ok());
-  ASSERT_TRUE(PostSend(qa, 3, &ss, 1).ok());
-  auto s = Drain(f.get(), a.scq);
-  ASSERT_EQ(s.size(), 1u);
-  EXPECT_EQ(s[0].wr_id, 2u);
-  EXPECT_EQ(Drain(f.get(), b.rcq).size(), 3u);
 }
 
 // In-order, exactly-once delivery of `n` numbered messages under the given
@@ -122,29 +67,6 @@ void ExpectExactlyOnce(const std::vector<PacketFault>& faults, uint64_t seed,
     EXPECT_EQ(s[i].wr_id, 1000u + i);
     EXPECT_EQ(s[i].status, tp::WcStatus::kSuccess);
   }
-}
-
-TEST(RcTest, AnUnsignaledWrThatFailsStillCompletes) {
-  auto f = CreateSimFabric(TwoNodes());
-  Endpoint a = MakeEndpoint(f.get(), 0), b = MakeEndpoint(f.get(), 1);
-  tp::QpInitAttr ia = RcInit(a);
-  ia.sq_sig_all = 0;
-  tp::QueuePair* qa = Must(a.pd->CreateQp(ia));
-  tp::QueuePair* qb = Must(b.pd->CreateQp(RcInit(b)));
-  Connect(qa, 0, qb, 1);
-  tp::Sge rs = b.Sge(0, 64), good = a.Sge(0, 8), bad = a.Sge(0, 8);
-  bad.lkey ^= 0x100;
-  ASSERT_TRUE(PostRecv(qb, 1, &rs, 1).ok());
-  ASSERT_TRUE(
-      PostSend(qa, 1, &good, 1).ok());  // unsignaled, succeeds: no completion
-  ASSERT_TRUE(PostSend(qa, 2, &bad, 1).ok());   // unsignaled, fails: completes
-  ASSERT_TRUE(PostSend(qa, 3, &good, 1).ok());  // flushed: completes
-  auto s = Drain(f.get(), a.scq);
-  ASSERT_EQ(s.size(), 2u);
-  EXPECT_EQ(s[0].wr_id, 2u);
-  EXPECT_EQ(s[0].status, tp::WcStatus::kLocProtErr);
-  EXPECT_EQ(s[1].wr_id, 3u);
-  EXPECT_EQ(s[1].status, tp::WcStatus::kWrFlushErr);
 }
 
 TEST(RcTest, ExactlyOnceInOrderUnderDrop) {
@@ -226,7 +148,7 @@ TEST(RcTest, PsnWrapsAround24Bits) {
   c.faults.packet_faults.push_back(PacketFault{PacketFaultKind::kDrop, 0.1});
   RcParams prm;
   prm.timeout = 8;
-  prm.psn = 0xfffffa;  // wraps after six packets
+  prm.Psn(0xfffffa);  // wraps after six packets
   RcPair p(c, prm);
   for (int i = 0; i < 20; ++i) {
     tp::Sge rs = p.b.Sge(static_cast<uint64_t>(i) * 3000, 3000);

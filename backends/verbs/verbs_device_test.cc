@@ -1,7 +1,8 @@
-// Device tests of the verbs backend, control path: opening and selection
-// errors, queries through the port/GID mapping, object life cycles and EBUSY,
-// argument checks, QP state rules, device teardown with live objects.
-// They need a real device (rxe in the VM harness) and skip without one.
+// Device tests of what only the verbs backend has: opening and selection
+// errors, queries through the port/GID mapping, the locked-memory warning,
+// device teardown with live objects. They need a real device (rxe in the VM
+// harness) and skip without one. Argument checks, EBUSY and the QP state rules
+// every backend shares are in tests/transport/objects_conformance_test.cc.
 #include "backends/verbs/verbs_device.h"
 
 #include <gtest/gtest.h>
@@ -15,7 +16,7 @@
 #include <vector>
 
 #include "backends/verbs/internal/selection.h"
-#include "backends/verbs/verbs_test_util.h"
+#include "tests/support/verbs_test_util.h"
 #include "transport/transport.h"
 
 namespace softfab::verbs::testing {
@@ -124,157 +125,6 @@ TEST_F(DeviceTest, OpeningWarnsAboutASmallLockedMemoryLimit) {
   ASSERT_TRUE(dev.ok()) << diag;
   EXPECT_NE(diag.find("RLIMIT_MEMLOCK is 1024 KiB"), std::string::npos) << diag;
   EXPECT_NE(diag.find("ulimit -l unlimited"), std::string::npos) << diag;
-}
-
-TEST_F(DeviceTest, RegMrChecksItsArguments) {
-  std::vector<uint8_t> buf(64);
-  EXPECT_EQ(pd_->RegMr(nullptr, 64, 0).status().code(), EINVAL);
-  EXPECT_EQ(pd_->RegMr(buf.data(), 0, 0).status().code(), EINVAL);
-  EXPECT_EQ(pd_->RegMr(buf.data(), 64, 1u << 7).status().code(), EINVAL);
-  EXPECT_EQ(pd_->RegMr(buf.data(), 64, tp::kAccessRemoteWrite).status().code(),
-            EINVAL);
-  auto mr = pd_->RegMr(buf.data(), 64, tp::kAccessLocalWrite);
-  ASSERT_TRUE(mr.ok());
-  EXPECT_EQ((*mr)->addr(), reinterpret_cast<uint64_t>(buf.data()));
-  EXPECT_EQ((*mr)->length(), 64u);
-  EXPECT_EQ((*mr)->access(), tp::kAccessLocalWrite);
-  EXPECT_TRUE((*mr)->Destroy().ok());
-}
-
-TEST_F(DeviceTest, CqSizeIsChecked) {
-  tp::DeviceAttr attr;
-  ASSERT_TRUE(device_->QueryDevice(&attr).ok());
-  EXPECT_EQ(device_->CreateCq(0).status().code(), EINVAL);
-  EXPECT_EQ(device_->CreateCq(attr.max_cqe + 1).status().code(), EINVAL);
-  auto cq = device_->CreateCq(10);
-  ASSERT_TRUE(cq.ok());
-  EXPECT_GE((*cq)->cqe(), 10);
-  std::printf("CreateCq(10) granted cqe %d\n", (*cq)->cqe());
-  tp::WorkCompletion wc;
-  EXPECT_EQ((*cq)->Poll(-1, &wc), -EINVAL);
-  EXPECT_EQ((*cq)->Poll(1, nullptr), -EINVAL);
-  EXPECT_EQ((*cq)->Poll(1, &wc), 0);
-  EXPECT_TRUE((*cq)->Destroy().ok());
-}
-
-TEST_F(DeviceTest, ObjectsInUseAreBusyUntilTheirUsersGo) {
-  auto pd2 = device_->AllocPd();
-  ASSERT_TRUE(pd2.ok());
-  std::vector<uint8_t> buf(256);
-  auto mr = (*pd2)->RegMr(buf.data(), buf.size(), tp::kAccessLocalWrite);
-  ASSERT_TRUE(mr.ok());
-  EXPECT_EQ((*pd2)->Destroy().code(), EBUSY);
-
-  tp::CompletionQueue* cq = Cq();
-  tp::SrqAttr sa;
-  sa.max_wr = 8;
-  sa.max_sge = 1;
-  auto srq = (*pd2)->CreateSrq(sa);
-  ASSERT_TRUE(srq.ok()) << srq.status().message();
-  tp::QpInitAttr init;
-  init.send_cq = cq;
-  init.recv_cq = cq;
-  init.srq = *srq;
-  init.cap.max_send_wr = 4;
-  init.cap.max_send_sge = 1;
-  auto qp = (*pd2)->CreateQp(init);
-  ASSERT_TRUE(qp.ok()) << qp.status().message();
-  auto ah = (*pd2)->CreateAh(SelfAddress());
-  ASSERT_TRUE(ah.ok()) << ah.status().message();
-
-  EXPECT_EQ(cq->Destroy().code(), EBUSY);
-  EXPECT_EQ((*srq)->Destroy().code(), EBUSY);
-  EXPECT_EQ((*pd2)->Destroy().code(), EBUSY);
-  ASSERT_TRUE((*qp)->Destroy().ok());
-  EXPECT_TRUE(cq->Destroy().ok());
-  EXPECT_TRUE((*srq)->Destroy().ok());
-  EXPECT_EQ((*pd2)->Destroy().code(), EBUSY);  // the MR and the AH
-  EXPECT_TRUE((*ah)->Destroy().ok());
-  EXPECT_TRUE((*mr)->Destroy().ok());
-  EXPECT_TRUE((*pd2)->Destroy().ok());
-}
-
-TEST_F(DeviceTest, CreateQpChecksItsArguments) {
-  tp::CompletionQueue* cq = Cq();
-  tp::DeviceAttr attr;
-  ASSERT_TRUE(device_->QueryDevice(&attr).ok());
-  tp::QpInitAttr init;
-  init.send_cq = cq;
-  init.recv_cq = nullptr;
-  init.cap.max_send_wr = 4;
-  init.cap.max_recv_wr = 4;
-  EXPECT_EQ(pd_->CreateQp(init).status().code(), EINVAL);
-  init.recv_cq = cq;
-  init.cap.max_inline_data = attr.max_inline_data + 1;
-  EXPECT_EQ(pd_->CreateQp(init).status().code(), EINVAL);
-  init.cap.max_inline_data = attr.max_inline_data;
-  auto qp = pd_->CreateQp(init);
-  ASSERT_TRUE(qp.ok()) << qp.status().message();
-  tp::QpAttr a;
-  tp::QpInitAttr back;
-  ASSERT_TRUE((*qp)->Query(&a, &back).ok());
-  EXPECT_EQ(a.qp_state, tp::QpState::kReset);
-  EXPECT_EQ(back.send_cq, cq);
-  EXPECT_EQ(back.recv_cq, cq);
-  EXPECT_EQ(back.srq, nullptr);
-  EXPECT_EQ(back.qp_type, tp::QpType::kRc);
-  EXPECT_GE(back.cap.max_inline_data, attr.max_inline_data);
-}
-
-TEST_F(DeviceTest, QpStateRules) {
-  tp::CompletionQueue* cq = Cq();
-  tp::QueuePair* qp = Qp(tp::QpType::kRc, cq);
-  ASSERT_NE(qp, nullptr);
-  Buffer* buf = Reg(64);
-  const tp::Sge sge = buf->Sge(0, 8);
-  // RESET: no receives; RESET -> RTS is illegal and changes nothing.
-  EXPECT_EQ(PostRecv(qp, 1, sge).code(), EINVAL);
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kRts;
-  a.sq_psn = 1;
-  EXPECT_EQ(qp->Modify(a, tp::kQpState | tp::kQpSqPsn).code(), EINVAL);
-  EXPECT_EQ(qp->state(), tp::QpState::kReset);
-  // Missing required attributes for RESET -> INIT.
-  a.qp_state = tp::QpState::kInit;
-  EXPECT_EQ(qp->Modify(a, tp::kQpState).code(), EINVAL);
-  a.port_num = 1;
-  ASSERT_TRUE(qp->Modify(a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort |
-                                tp::kQpAccessFlags)
-                  .ok());
-  EXPECT_EQ(qp->state(), tp::QpState::kInit);
-  tp::QpAttr q;
-  ASSERT_TRUE(qp->Query(&q, nullptr).ok());
-  EXPECT_EQ(q.qp_state, tp::QpState::kInit);
-  EXPECT_EQ(q.port_num, 1);  // the physical port maps back to 1
-  // INIT: receives are accepted, sends are not (nothing is queued).
-  EXPECT_TRUE(PostRecv(qp, 2, sge).ok());
-  tp::SendWr wr;
-  wr.wr_id = 3;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  const tp::SendWr* bad = nullptr;
-  EXPECT_EQ(qp->PostSend(&wr, &bad).code(), EINVAL);
-  EXPECT_EQ(bad, &wr);
-  // Another port is refused before it reaches the kernel.
-  a.port_num = 2;
-  EXPECT_EQ(qp->Modify(a, tp::kQpState | tp::kQpPort).code(), EINVAL);
-}
-
-TEST_F(DeviceTest, SrqQpTakesNoDirectReceivesAndResizeIsRefused) {
-  tp::SharedReceiveQueue* srq = Srq(8);
-  ASSERT_NE(srq, nullptr);
-  tp::QueuePair* qp = Qp(tp::QpType::kRc, Cq(), srq);
-  ASSERT_NE(qp, nullptr);
-  ASSERT_TRUE(ToInit(qp).ok());
-  Buffer* buf = Reg(64);
-  EXPECT_EQ(PostRecv(qp, 1, buf->Sge(0, 8)).code(), EINVAL);
-  tp::SrqAttr resize;
-  resize.max_wr = 16;
-  EXPECT_EQ(srq->Modify(resize, tp::kSrqMaxWr).code(), EINVAL);
-  tp::SrqAttr q;
-  ASSERT_TRUE(srq->Query(&q).ok());
-  EXPECT_GE(q.max_wr, 8u);
-  EXPECT_EQ(q.srq_limit, 0u);
 }
 
 TEST_F(DeviceTest, ClosingTheDeviceReleasesLiveObjects) {

@@ -23,8 +23,8 @@
 #include "backends/sim/internal/rocev2_reference.h"
 #include "backends/sim/sim_fabric.h"
 #include "backends/sim/sim_pcap.h"
-#include "backends/sim/sim_test_util.h"
 #include "gtest/gtest.h"
+#include "tests/support/sim_test_util.h"
 
 namespace softfab::sim {
 namespace {

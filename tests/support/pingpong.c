@@ -11,7 +11,7 @@
  * blocking. */
 #define _POSIX_C_SOURCE 200809L
 
-#include "api/verbs/pingpong.h"
+#include "tests/support/pingpong.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,21 +6,21 @@
 // peers may READ (rendezvous) or WRITE (credit returns). Nothing it sends is
 // checked: callers put the bytes they like on the wire.
 //
-// Uses core/transport.h directly rather than the sfv_* calls because
+// Uses transport/transport.h directly rather than the sfv_* calls because
 // sfv_sim_fabric_create and sf_fabric_open each build a fabric of their own;
 // on one fabric with a core::Endpoint the transport is the same interface.
 // Single-threaded, like the fabric.
-#ifndef SOFTFAB_FUZZ_RAW_PEER_H_
-#define SOFTFAB_FUZZ_RAW_PEER_H_
+#ifndef SOFTFAB_TESTS_SUPPORT_RAW_PEER_H_
+#define SOFTFAB_TESTS_SUPPORT_RAW_PEER_H_
 
 #include <cstdint>
 #include <cstring>
 #include <functional>
 #include <vector>
 
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::fuzz {
 
@@ -113,4 +113,4 @@ class RawPeer {
 
 }  // namespace softfab::fuzz
 
-#endif  // SOFTFAB_FUZZ_RAW_PEER_H_
+#endif  // SOFTFAB_TESTS_SUPPORT_RAW_PEER_H_

@@ -1,7 +1,7 @@
 /* The C ping-pong used by verbs_test (test-only): ibv_rc_pingpong ported by
  * renaming, both sides in one thread, on the simulator or on a real device. */
-#ifndef SOFTFAB_API_PINGPONG_H_
-#define SOFTFAB_API_PINGPONG_H_
+#ifndef SOFTFAB_TESTS_SUPPORT_PINGPONG_H_
+#define SOFTFAB_TESTS_SUPPORT_PINGPONG_H_
 
 #include <stdint.h>
 
@@ -43,4 +43,4 @@ int sfv_pingpong_run_device(const char* ib_devname,
 }
 #endif
 
-#endif /* SOFTFAB_API_PINGPONG_H_ */
+#endif /* SOFTFAB_TESTS_SUPPORT_PINGPONG_H_ */

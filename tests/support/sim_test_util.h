@@ -1,8 +1,8 @@
 // Test helpers for the simulated fabric: a two-node (or N-node) setup with
-// connected QPs. Every helper asserts on failure so tests stay short; they
-// never hide a failure.
-#ifndef SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
-#define SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
+// connected QPs (brought up by qp_bringup.h, addressed by node number). Every
+// helper asserts on failure so tests stay short; they never hide a failure.
+#ifndef SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
+#define SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 
@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
+#include "tests/support/qp_bringup.h"
 #include "transport/transport.h"
 
 namespace softfab::sim::testing {
@@ -52,100 +53,35 @@ inline Endpoint MakeEndpoint(SimFabric* f, int node, size_t buf_bytes = 1 << 16,
 
 inline tp::QpInitAttr RcInit(const Endpoint& e, uint32_t depth = 64,
                              tp::SharedReceiveQueue* srq = nullptr) {
-  tp::QpInitAttr a;
-  a.send_cq = e.scq;
-  a.recv_cq = e.rcq;
-  a.srq = srq;
-  a.cap.max_send_wr = depth;
-  a.cap.max_recv_wr = srq ? 0 : depth;
-  a.cap.max_send_sge = 4;
-  a.cap.max_recv_sge = srq ? 0 : 4;
-  a.cap.max_inline_data = 64;
-  a.qp_type = tp::QpType::kRc;
-  a.sq_sig_all = 1;
-  return a;
+  return ::softfab::testing::RcQpInit(e.scq, e.rcq, depth, srq);
 }
 
-struct RcParams {
-  uint8_t timeout = 14;
-  uint8_t retry_cnt = 7;
-  uint8_t rnr_retry = 7;
-  uint8_t min_rnr_timer = 1;
-  tp::Mtu mtu = tp::Mtu::k1024;
-  uint32_t psn = 100;  // both directions start here
-  uint8_t max_rd_atomic = 4;
-};
+using ::softfab::testing::RcParams;
+using ::softfab::testing::ToInit;
+using ::softfab::testing::ToRtr;
+using ::softfab::testing::ToRts;
+using ::softfab::testing::UdToRts;
 
-inline Status ToInit(tp::QueuePair* qp, uint32_t access = tp::kAccessAll) {
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kInit;
-  a.port_num = 1;
-  a.qp_access_flags = access;
-  a.qkey = 0x11111111;
-  const uint32_t mask =
-      tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort |
-      (qp->qp_type() == tp::QpType::kRc ? tp::kQpAccessFlags : tp::kQpQkey);
-  return qp->Modify(a, mask);
+// The simulator's address of node `node`: its LID is node + 1.
+inline tp::AhAttr NodeAddress(int node) {
+  tp::AhAttr at;
+  at.dlid = static_cast<uint16_t>(node + 1);
+  at.port_num = 1;
+  return at;
 }
 
-// INIT -> RTR for an RC QP towards `remote_qpn` at `remote` (these helpers
-// take any transport's QPs; the node-numbered overload is the simulator's).
-inline Status ToRtr(tp::QueuePair* qp, const tp::AhAttr& remote,
-                    uint32_t remote_qpn, const RcParams& p = {}) {
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kRtr;
-  a.path_mtu = p.mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = p.psn;
-  a.max_dest_rd_atomic = 4;
-  a.min_rnr_timer = p.min_rnr_timer;
-  a.ah_attr = remote;
-  return qp->Modify(a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu |
-                           tp::kQpDestQpn | tp::kQpRqPsn |
-                           tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
-}
-
+// INIT -> RTR towards `remote_qpn` on node `remote_node`.
 inline Status ToRtr(tp::QueuePair* qp, int remote_node, uint32_t remote_qpn,
                     const RcParams& p = {}) {
-  tp::AhAttr remote;
-  remote.dlid = static_cast<uint16_t>(remote_node + 1);
-  remote.port_num = 1;
-  return ToRtr(qp, remote, remote_qpn, p);
-}
-
-inline Status ToRts(tp::QueuePair* qp, const RcParams& p = {}) {
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kRts;
-  a.sq_psn = p.psn;
-  a.timeout = p.timeout;
-  a.retry_cnt = p.retry_cnt;
-  a.rnr_retry = p.rnr_retry;
-  a.max_rd_atomic = p.max_rd_atomic;
-  return qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
-                           tp::kQpRetryCnt | tp::kQpRnrRetry |
-                           tp::kQpMaxQpRdAtomic);
-}
-
-// RESET -> INIT -> RTR -> RTS for a UD QP (Q_Key 0x11111111).
-inline Status UdToRts(tp::QueuePair* qp) {
-  if (Status s = ToInit(qp); !s.ok()) return s;
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kRtr;
-  if (Status s = qp->Modify(a, tp::kQpState); !s.ok()) return s;
-  a.qp_state = tp::QpState::kRts;
-  a.sq_psn = 1;
-  return qp->Modify(a, tp::kQpState | tp::kQpSqPsn);
+  return ToRtr(qp, NodeAddress(remote_node), remote_qpn, p);
 }
 
 // Brings two RC QPs (on nodes na, nb) to RTS, connected to each other.
 inline void Connect(tp::QueuePair* a, int na, tp::QueuePair* b, int nb,
                     const RcParams& p = {}) {
-  ASSERT_TRUE(ToInit(a).ok());
-  ASSERT_TRUE(ToInit(b).ok());
-  ASSERT_TRUE(ToRtr(a, nb, b->qp_num(), p).ok());
-  ASSERT_TRUE(ToRtr(b, na, a->qp_num(), p).ok());
-  ASSERT_TRUE(ToRts(a, p).ok());
-  ASSERT_TRUE(ToRts(b, p).ok());
+  const Status s = ::softfab::testing::ConnectRcPair(a, NodeAddress(na), b,
+                                                     NodeAddress(nb), p);
+  ASSERT_TRUE(s.ok()) << s.message();
 }
 
 inline Status PostSend(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge* sges,
@@ -173,6 +109,23 @@ inline Status PostRecv(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge* sges,
   wr.num_sge = n;
   const tp::RecvWr* bad = nullptr;
   return qp->PostRecv(&wr, &bad);
+}
+
+// A SEND_WITH_IMM datagram of `sge` from `qp` to the QP `remote_qpn` at `ah`.
+inline Status PostUdSend(tp::QueuePair* qp, uint64_t wr_id, const tp::Sge& sge,
+                         tp::AddressHandle* ah, uint32_t remote_qpn,
+                         uint32_t qkey, uint32_t imm) {
+  tp::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kSendWithImm;
+  wr.imm_data = imm;
+  wr.ud.ah = ah;
+  wr.ud.remote_qpn = remote_qpn;
+  wr.ud.remote_qkey = qkey;
+  const tp::SendWr* bad = nullptr;
+  return qp->PostSend(&wr, &bad);
 }
 
 // Every completion currently available (without running the fabric further).
@@ -271,18 +224,13 @@ inline tp::QueuePair* QpIn(Endpoint& e, tp::QpType type, tp::QpState s) {
   if (type == tp::QpType::kRc) {
     EXPECT_TRUE(ToRtr(qp, 1, 0x100).ok());
   } else {
-    tp::QpAttr a;
-    a.qp_state = tp::QpState::kRtr;
-    EXPECT_TRUE(qp->Modify(a, tp::kQpState).ok());
+    EXPECT_TRUE(::softfab::testing::UdToRtr(qp).ok());
   }
   if (s == tp::QpState::kRtr) return qp;
   if (type == tp::QpType::kRc) {
     EXPECT_TRUE(ToRts(qp).ok());
   } else {
-    tp::QpAttr a;
-    a.qp_state = tp::QpState::kRts;
-    a.sq_psn = 1;
-    EXPECT_TRUE(qp->Modify(a, tp::kQpState | tp::kQpSqPsn).ok());
+    EXPECT_TRUE(::softfab::testing::UdRtrToRts(qp).ok());
   }
   if (s == tp::QpState::kRts) return qp;
   tp::QpAttr a;
@@ -307,22 +255,13 @@ struct UdPair : TwoEndpoints {
     EXPECT_TRUE(b.dev->QueryGid(1, 0, &ahattr.grh.dgid).ok());
     ah = Must(a.pd->CreateAh(ahattr));
   }
-  Status Send(uint64_t wr_id, uint32_t len, uint32_t qkey = 0x11111111) {
-    tp::Sge s = a.Sge(0, len);
-    tp::SendWr wr;
-    wr.wr_id = wr_id;
-    wr.sg_list = &s;
-    wr.num_sge = 1;
-    wr.opcode = tp::WrOpcode::kSendWithImm;
-    wr.imm_data = 0x1234;
-    wr.ud.ah = ah;
-    wr.ud.remote_qpn = qb->qp_num();
-    wr.ud.remote_qkey = qkey;
-    const tp::SendWr* bad;
-    return qa->PostSend(&wr, &bad);
+  Status Send(uint64_t wr_id, uint32_t len,
+              uint32_t qkey = ::softfab::testing::kTestQkey) {
+    const tp::Sge s = a.Sge(0, len);
+    return PostUdSend(qa, wr_id, s, ah, qb->qp_num(), qkey, 0x1234);
   }
 };
 
 }  // namespace softfab::sim::testing
 
-#endif  // SOFTFAB_BACKENDS_SIM_SIM_TEST_UTIL_H_
+#endif  // SOFTFAB_TESTS_SUPPORT_SIM_TEST_UTIL_H_

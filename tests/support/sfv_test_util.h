@@ -6,8 +6,8 @@
 // those variables set, failing to open it fails. Every wait is bounded (rxe
 // under emulation is slow), and on the simulator a wait ends as soon as the
 // fabric has nothing left to run.
-#ifndef SOFTFAB_API_VERBS_TEST_UTIL_H_
-#define SOFTFAB_API_VERBS_TEST_UTIL_H_
+#ifndef SOFTFAB_TESTS_SUPPORT_SFV_TEST_UTIL_H_
+#define SOFTFAB_TESTS_SUPPORT_SFV_TEST_UTIL_H_
 
 #include <gtest/gtest.h>
 #include <time.h>
@@ -411,4 +411,4 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
 
 }  // namespace softfab::sfv_testing
 
-#endif  // SOFTFAB_API_VERBS_TEST_UTIL_H_
+#endif  // SOFTFAB_TESTS_SUPPORT_SFV_TEST_UTIL_H_

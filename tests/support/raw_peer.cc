@@ -1,8 +1,10 @@
 // RawPeer (see raw_peer.h): softfab's protocol spoken by hand.
-#include "fuzz/raw_peer.h"
+#include "tests/support/raw_peer.h"
 
 #include <algorithm>
 #include <cerrno>
+
+#include "tests/support/qp_bringup.h"
 
 namespace softfab::fuzz {
 
@@ -61,20 +63,8 @@ RawPeer::RawPeer(tp::Device* device) : device_(device) {
   if (!ud.ok() || !rc.ok()) return;
   ud_ = *ud;
   rc_ = *rc;
-  tp::QpAttr a;
-  a.qp_state = tp::QpState::kInit;
-  a.port_num = kPort;
-  a.qkey = kQkey;
-  if (!ud_->Modify(a,
-                   tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort | tp::kQpQkey)
-           .ok()) {
-    return;
-  }
-  a.qp_state = tp::QpState::kRtr;
-  if (!ud_->Modify(a, tp::kQpState).ok()) return;
-  a.qp_state = tp::QpState::kRts;
-  a.sq_psn = 0;
-  if (!ud_->Modify(a, tp::kQpState | tp::kQpSqPsn).ok()) return;
+  static_assert(kPort == 1, "the test bring-up uses port 1");
+  if (!testing::UdToRts(ud_, kQkey, /*sq_psn=*/0).ok()) return;
   for (uint32_t i = 0; i < kCmRecvSlots; ++i) {
     if (!PostCmRecv(i).ok()) return;
   }
@@ -214,37 +204,16 @@ Status RawPeer::ConnectRc(const wire::Name& to, uint32_t remote_qpn,
   a.qp_state = tp::QpState::kReset;
   if (Status s = rc_->Modify(a, tp::kQpState); !s.ok()) return s;
   PollSends();  // Whatever the reset flushed.
-  a.qp_state = tp::QpState::kInit;
-  a.port_num = kPort;
-  a.qp_access_flags = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
-  if (Status s = rc_->Modify(a, tp::kQpState | tp::kQpPkeyIndex | tp::kQpPort |
-                                    tp::kQpAccessFlags);
-      !s.ok()) {
-    return s;
-  }
-  a.qp_state = tp::QpState::kRtr;
-  a.path_mtu = port_.active_mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = remote_psn;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr = PathTo(to);
-  if (Status s = rc_->Modify(
-          a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu | tp::kQpDestQpn |
-                 tp::kQpRqPsn | tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
-      !s.ok()) {
-    return s;
-  }
-  a.qp_state = tp::QpState::kRts;
-  a.sq_psn = psn_;
-  a.timeout = 14;
-  a.retry_cnt = 3;
-  a.rnr_retry = 3;  // A flood that the receiver refuses ends, in error.
-  a.max_rd_atomic = 1;
-  if (Status s = rc_->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
-                                    tp::kQpRetryCnt | tp::kQpRnrRetry |
-                                    tp::kQpMaxQpRdAtomic);
-      !s.ok()) {
+  testing::RcParams p;
+  p.mtu = port_.active_mtu;
+  p.sq_psn = psn_;
+  p.rq_psn = remote_psn;
+  p.max_rd_atomic = p.max_dest_rd_atomic = 1;
+  p.min_rnr_timer = 12;
+  p.retry_cnt = 3;
+  p.rnr_retry = 3;  // A flood that the receiver refuses ends, in error.
+  p.access = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
+  if (Status s = testing::ConnectRc(rc_, PathTo(to), remote_qpn, p); !s.ok()) {
     return s;
   }
   for (uint32_t i = 0; i < kRcRecvSlots; ++i) {
