@@ -162,6 +162,16 @@ TEST_P(ConformanceTest, BadArgumentsAreRefused) {
          return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
        }(),
        -SF_EINVAL},
+      {"fabric sim: unknown personality",
+       [&] {
+         sf_fabric_attr a{};
+         a.backend = SF_BACKEND_SIM;
+         a.sim_nodes = 2;
+         a.sim_personality = static_cast<sf_sim_personality>(9);
+         sf_fabric* fab = nullptr;
+         return static_cast<ssize_t>(sf_fabric_open(&a, &fab, nullptr));
+       }(),
+       -SF_EINVAL},
       {"srx_context NULL domain",
        [&] {
          sf_ep* x = nullptr;

@@ -19,8 +19,16 @@ int OpenSimBackend(const sf_fabric_attr& attr, Fabric* f) {
   if (attr.sim_nodes <= 0 || attr.sim_nodes > 4096) {
     return Fail(EINVAL, "sim_nodes must be in [1, 4096]");
   }
+  const int personality = Raw(attr.sim_personality);
+  if (personality != SF_SIM_PERSONALITY_RXE &&
+      personality != SF_SIM_PERSONALITY_MLX5) {
+    return Fail(EINVAL, "sim_personality: SF_SIM_PERSONALITY_RXE or _MLX5");
+  }
   sim::SimConfig config;
   config.nodes = attr.sim_nodes;
+  config.personality = personality == SF_SIM_PERSONALITY_MLX5
+                           ? sim::DevicePersonality::kMlx5
+                           : sim::DevicePersonality::kRxe;
   config.master_seed = attr.sim_seed;
   config.default_link.latency_ns = attr.sim_latency_ns;
   config.default_link.bandwidth_bps = attr.sim_bandwidth_bps;

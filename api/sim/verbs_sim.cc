@@ -35,6 +35,14 @@ sfv_sim_fabric* sfv_sim_fabric_create(const sfv_sim_config* config) {
     c.default_link.mtu = static_cast<tp::Mtu>(mtu);
     c.active_mtu = static_cast<tp::Mtu>(mtu);
   }
+  const int personality = Raw(config->personality);
+  if (personality != SFV_SIM_PERSONALITY_RXE &&
+      personality != SFV_SIM_PERSONALITY_MLX5) {
+    return Fail<sfv_sim_fabric>(EINVAL, "personality: rxe or mlx5");
+  }
+  c.personality = personality == SFV_SIM_PERSONALITY_MLX5
+                      ? softfab::sim::DevicePersonality::kMlx5
+                      : softfab::sim::DevicePersonality::kRxe;
   auto add = [&](softfab::sim::PacketFaultKind kind, double p, uint64_t delay) {
     if (p == 0.0) return;
     softfab::sim::PacketFault f;

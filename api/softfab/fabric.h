@@ -151,8 +151,9 @@ enum sf_backend {
 };
 
 /* sf_fabric_attr.verbs_flags */
-#define SF_VERBS_GID_INDEX (1u << 0) /* use verbs_gid_index, not the default \
-                                      */
+#define SF_VERBS_GID_INDEX                          \
+  (1u << 0) /* use verbs_gid_index, not the default \
+             */
 /* Keep the registrations softfab makes of user buffers (rendezvous sends and
  * the buffers they land in) for reuse, up to 256 regions or 1 GiB idle per
  * domain (also: environment SOFTFAB_MR_CACHE=1). A cached registration pins
@@ -160,6 +161,13 @@ enum sf_backend {
  * not unmapped and remapped while softfab may still hold them (sf_mr_reg and
  * closing an sf_mr drop what overlaps their range). */
 #define SF_VERBS_MR_CACHE (1u << 1)
+
+/* Which real device the simulated HCA behaves like where devices differ
+ * (backends/sim/README.md, "Device personalities"). */
+enum sf_sim_personality {
+  SF_SIM_PERSONALITY_RXE = 0, /* Soft-RoCE (the default) */
+  SF_SIM_PERSONALITY_MLX5 = 1 /* ConnectX-4 and later (mlx5) */
+};
 
 struct sf_fabric_attr {
   enum sf_backend backend;
@@ -183,6 +191,8 @@ struct sf_fabric_attr {
   int verbs_port;
   int verbs_gid_index;
   uint32_t verbs_flags;
+  /* Simulator: the device personality (0: rxe). */
+  enum sf_sim_personality sim_personality;
 };
 
 int sf_fabric_open(const struct sf_fabric_attr* attr, struct sf_fabric** fabric,

@@ -679,6 +679,12 @@ const char* sfv_event_type_str(enum sfv_event_type event);
  * give LOC_LEN_ERR / REM_INV_REQ_ERR and ERROR; the UD receive fails with
  * LOC_LEN_ERR and the QP stays in RTS. See backends/sim/README.md, "Device
  * personalities" (tests: tests/device_personality_test.cc, both sides). */
+/* Which real device the simulated HCAs behave like where devices differ. */
+enum sfv_sim_personality {
+  SFV_SIM_PERSONALITY_RXE = 0, /* Soft-RoCE (the default) */
+  SFV_SIM_PERSONALITY_MLX5 = 1 /* ConnectX-4 and later (mlx5) */
+};
+
 struct sfv_sim_config {
   int nodes; /* one HCA with one port each */
   uint64_t master_seed;
@@ -690,6 +696,7 @@ struct sfv_sim_config {
   double reorder_probability; /* reordered packets are held back by
                                  reorder_delay_ns */
   uint64_t reorder_delay_ns;
+  enum sfv_sim_personality personality; /* 0: rxe */
 };
 
 /* NULL + errno EINVAL for a bad config. */

@@ -51,6 +51,46 @@ TEST_P(SfvQuirkTest, UnknownLkeyStatus) {
   }
 }
 
+// Quirk: an RC SEND into a receive too small for it. rxe (and the simulator
+// by default) completes the receive with LOC_QP_OP_ERR; ConnectX (the mlx5
+// personality, chosen through sfv_sim_config) with LOC_LEN_ERR, and the
+// sender is NAKed (remote invalid request on mlx5). Both QPs go to ERROR.
+class SfvPersonalityTest : public SfvBackendTest {};
+INSTANTIATE_TEST_SUITE_P(Backends, SfvPersonalityTest,
+                         ::testing::Values(Backend::kSim, Backend::kSimMlx5,
+                                           Backend::kDevice),
+                         BackendName);
+
+TEST_P(SfvPersonalityTest, RcReceiveTooSmall) {
+  sfv_qp* a;
+  sfv_qp* b;
+  ASSERT_NO_FATAL_FAILURE(ConnectedPair(&a, &b));
+  ASSERT_EQ(Recv(b, 1, 9, 0, 16), 0);  // 16 bytes of room
+  ASSERT_EQ(Send(a, 1, 100), 0);       // 100 bytes: past mlx5's CQE scatter
+  sfv_wc wc;
+  ASSERT_EQ(PollOne(s_[1].cq, &wc), 1);
+  EXPECT_EQ(wc.wr_id, 9u);
+  const bool mlx5 = GetParam() == Backend::kSimMlx5;
+  EXPECT_EQ(wc.status, mlx5 ? SFV_WC_LOC_LEN_ERR : SFV_WC_LOC_QP_OP_ERR)
+      << sfv_wc_status_str(wc.status);
+  ASSERT_EQ(PollOne(s_[0].cq, &wc), 1);
+  EXPECT_NE(wc.status, SFV_WC_SUCCESS);
+  if (mlx5) {
+    EXPECT_EQ(wc.status, SFV_WC_REM_INV_REQ_ERR)
+        << sfv_wc_status_str(wc.status);
+  }
+}
+
+TEST(SfvSimConfigTest, UnknownPersonalityIsRefused) {
+  sfv_sim_config c;
+  std::memset(&c, 0, sizeof(c));
+  c.nodes = 2;
+  c.personality = static_cast<sfv_sim_personality>(7);
+  errno = 0;
+  EXPECT_EQ(sfv_sim_fabric_create(&c), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+}
+
 // Quirk: a receive posted to a QP already in ERROR is flushed on the
 // simulator, and on rxe accepted but never completed. One queued before the
 // move to ERROR is flushed on both.

@@ -24,10 +24,20 @@
 
 namespace softfab::sfv_testing {
 
-enum class Backend { kSim, kDevice };
+// kSimMlx5: the simulator with the mlx5 personality (sfv_sim_config's
+// personality), for the cases where ConnectX answers unlike rxe.
+enum class Backend { kSim, kDevice, kSimMlx5 };
 
 inline std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {
-  return info.param == Backend::kSim ? "Sim" : "Device";
+  switch (info.param) {
+    case Backend::kSim:
+      return "Sim";
+    case Backend::kSimMlx5:
+      return "SimMlx5";
+    case Backend::kDevice:
+      break;
+  }
+  return "Device";
 }
 
 // The real device the tests use, or null for the first listed.
@@ -80,11 +90,14 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
   };
 
   void SetUp() override {
-    if (GetParam() == Backend::kSim) {
+    if (sim()) {
       sfv_sim_config c;
       std::memset(&c, 0, sizeof(c));
       c.nodes = 2;
       c.master_seed = 1;
+      if (GetParam() == Backend::kSimMlx5) {
+        c.personality = SFV_SIM_PERSONALITY_MLX5;
+      }
       fabric_ = sfv_sim_fabric_create(&c);
       ASSERT_NE(fabric_, nullptr);
       int n = 0;
@@ -164,7 +177,7 @@ class SfvBackendTest : public ::testing::TestWithParam<Backend> {
     if (fabric_ != nullptr) sfv_sim_fabric_destroy(fabric_);
   }
 
-  bool sim() const { return GetParam() == Backend::kSim; }
+  bool sim() const { return GetParam() != Backend::kDevice; }
   Flavour flavour() const { return flavour_; }
 
   // Tracked objects: TearDown destroys them unless a test did (through
