@@ -129,6 +129,13 @@ class Backend {
   // work announces itself on the completion channels.
   virtual bool HasPendingWork() const = 0;
 
+  // The caller looked and found nothing to read (a non-blocking read said
+  // EAGAIN). A fabric whose time moves only when every process using it has
+  // nothing to do (the simulator shared by several processes) blocks here
+  // until time has moved; the others return at once, as reading again will
+  // run the fabric (the simulator's polls) or find what the device did.
+  virtual void NothingToRead() {}
+
   // The simulation's controls, or null when the devices are real.
   virtual Simulation* simulation() = 0;
 };

@@ -42,7 +42,10 @@ void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
   }
 }
 
-ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
+// `idle`: a non-blocking read that finds nothing tells the backend
+// (Backend::NothingToRead); a blocking read's attempts do not, as its wait
+// does the same.
+ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   Cq* cq = AsCq(pub);
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
   if (count == 0) {
@@ -61,6 +64,7 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
   if (n < 0) {
     last_error = n == -EAGAIN ? "no completion is ready"
                               : "an error completion is next: sf_cq_readerr";
+    if (n == -EAGAIN && idle) cq->domain->fabric->backend->NothingToRead();
     return n;
   }
   for (int i = 0; i < n; ++i) {
@@ -70,11 +74,15 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src) {
   return n;
 }
 
-ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
+ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags,
+               bool idle) {
   auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
   SyncWaitFds(eq->fabric);
   if (!ev.ok()) {
     last_error = ev.status().message();
+    if (ev.status().code() == EAGAIN && idle) {
+      eq->fabric->backend->NothingToRead();
+    }
     return -ev.status().code();
   }
   const core::EqEvent& e = **ev;
@@ -162,13 +170,13 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
 }
 
 ssize_t sf_cq_read(sf_cq* cq, void* buf, size_t count) {
-  return ReadCq(cq, buf, count, nullptr);
+  return ReadCq(cq, buf, count, nullptr, /*idle=*/true);
 }
 
 ssize_t sf_cq_readfrom(sf_cq* cq, void* buf, size_t count,
                        sf_addr_t* src_addr) {
   if (src_addr == nullptr) return Fail(EINVAL, "src_addr must not be NULL");
-  return ReadCq(cq, buf, count, src_addr);
+  return ReadCq(cq, buf, count, src_addr, /*idle=*/true);
 }
 
 ssize_t sf_cq_readerr(sf_cq* pub, sf_cq_err_entry* buf, uint64_t flags) {
@@ -199,7 +207,9 @@ ssize_t sf_cq_sread(sf_cq* pub, void* buf, size_t count, const void* cond,
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
   if (cond != nullptr) return Fail(EINVAL, "wait conditions are not supported");
   return WaitFor(cq->domain->fabric, {cq->domain}, timeout_ms,
-                 [&]() -> ssize_t { return ReadCq(pub, buf, count, nullptr); });
+                 [&]() -> ssize_t {
+                   return ReadCq(pub, buf, count, nullptr, /*idle=*/false);
+                 });
 }
 
 // ---- Event queues ----
@@ -224,7 +234,7 @@ ssize_t sf_eq_read(sf_eq* pub, uint32_t* event, void* buf, size_t len,
                    uint64_t flags) {
   Eq* eq = AsEq(pub);
   if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
-  return ReadEq(eq, event, buf, len, flags);
+  return ReadEq(eq, event, buf, len, flags, /*idle=*/true);
 }
 
 ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
@@ -232,7 +242,7 @@ ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
   Eq* eq = AsEq(pub);
   if (int rc = CheckEqRead(eq, event, buf, len, flags); rc != 0) return rc;
   return WaitFor(eq->fabric, eq->fabric->domains, timeout_ms, [&]() -> ssize_t {
-    return ReadEq(eq, event, buf, len, flags);
+    return ReadEq(eq, event, buf, len, flags, /*idle=*/false);
   });
 }
 

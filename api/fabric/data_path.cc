@@ -12,8 +12,8 @@
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
 #include "core/flags.h"
-#include "transport/status.h"
 #include "core/wire.h"
+#include "transport/status.h"
 
 namespace softfab::fabric_internal {
 

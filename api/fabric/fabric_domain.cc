@@ -4,6 +4,7 @@
 // each), and memory registration.
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -37,7 +38,11 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   int rc;
   switch (Raw(attr->backend)) {
     case SF_BACKEND_SIM:
-      rc = OpenSimBackend(*attr, &opened);
+      // Several processes on one simulated fabric: its daemon is named in
+      // the environment (softfab run, softfab fabricd).
+      rc = std::getenv("SOFTFAB_FABRIC") != nullptr
+               ? OpenSharedSimBackend(*attr, &opened)
+               : OpenSimBackend(*attr, &opened);
       break;
     case SF_BACKEND_VERBS:
       rc = OpenVerbsBackend(*attr, &opened);

@@ -4,7 +4,9 @@
 // that is no simulation).
 #include <cerrno>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
+#include <string>
 #include <utility>
 
 #include "api/fabric/internal/backends.h"
@@ -12,6 +14,7 @@
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_backend.h"
 #include "backends/sim/sim_fabric.h"
+#include "backends/simd/client.h"
 
 namespace softfab::fabric_internal {
 
@@ -56,6 +59,27 @@ int OpenSimBackend(const sf_fabric_attr& attr, Fabric* f) {
   if (!sim) return Fail(EINVAL, "simulator configuration refused");
   f->sim_extension = sim.get();
   f->backend = sim::CreateSimBackend(std::move(sim));
+  return 0;
+}
+
+int OpenSharedSimBackend(const sf_fabric_attr& attr, Fabric* f) {
+  (void)attr;  // the fabric's shape and faults are the daemon's
+  const char* path = std::getenv(simd::kFabricEnv);
+  std::string source;
+  const int node = simd::NodeFromEnvironment(&source);
+  if (node < 0) {
+    return Fail(EINVAL,
+                "SOFTFAB_FABRIC names a shared fabric but nothing names this "
+                "process's node: set SOFTFAB_NODE (softfab run does), or "
+                "start it with a launcher that sets a rank");
+  }
+  std::string why;
+  auto backend = simd::ConnectSimdBackend(path, node, &why);
+  if (!backend.ok()) {
+    return FailWith(backend.status().code(),
+                    why.empty() ? backend.status().message() : why);
+  }
+  f->backend = std::move(*backend);
   return 0;
 }
 

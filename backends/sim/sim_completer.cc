@@ -46,6 +46,9 @@ void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
       qp->Retire();
       return;
     }
+    if (config_.observer != nullptr) [[unlikely]] {
+      config_.observer->BeforeMemoryRead(src + ev.offset, ev.length);
+    }
     PlaceBytes(sges, w->num_sge, ev.offset, src + ev.offset, ev.length,
                /*src_private=*/false);
     ++w->read_done;

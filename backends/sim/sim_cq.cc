@@ -23,7 +23,8 @@ int CqImpl::Poll(int num_entries, WorkCompletion* wc) {
   FabricImpl* f = dev_->fabric_;
   if (num_entries > 0) {
     f->Watch(this);
-    if (empty()) f->RunForCq(this);
+    // Shared by processes, time moves only when the daemon advances it.
+    if (empty() && !f->config().shared_by_processes) f->RunForCq(this);
   }
   int n = 0;
   while (n < num_entries && count_ > 0) {
@@ -58,6 +59,9 @@ Status CqImpl::Destroy() {
 void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
                            const Ev* pkt) {
   ++stats_.completions;
+  if (config_.observer != nullptr) [[unlikely]] {
+    config_.observer->OnNodeEvent(cq->dev_->node_);
+  }
   if (cq->watched_ && cq->holding_pos_ < 0) AddHolding(cq);
   // All that completion channels cost a completion: one well-predicted branch
   // (and passing `pkt`). An overflowing completion is kept (see Push), so it

@@ -77,6 +77,9 @@ void DeviceImpl::Raise(AsyncEventType type, uint32_t qp_num, uint32_t cq,
                        uint32_t srq) {
   if (events_.size() >= kAsyncEventsMax)
     return;  // bounded; the oldest are kept
+  if (fabric_->config().observer != nullptr) [[unlikely]] {
+    fabric_->config().observer->OnNodeEvent(node_);
+  }
   AsyncEvent e{};
   e.event_type = type;
   e.qp_num = qp_num;

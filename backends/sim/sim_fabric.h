@@ -116,6 +116,29 @@ enum class DevicePersonality : uint8_t {
   kMlx5 = 1,  // ConnectX-4 and later: rdma-core providers/mlx5 and the kernel
 };
 
+// What a fabric shared by several processes (backends/simd) needs to see of
+// the simulator's work: where it writes and reads the nodes' memory, and when
+// a node gets something to look at. Called from inside Step() and friends;
+// every method may be left as is. Not owned by the fabric.
+class SimObserver {
+ public:
+  virtual ~SimObserver() = default;
+  // `len` bytes at `addr` of registered memory were written (a receive, an
+  // RDMA WRITE, a READ response landing).
+  virtual void OnMemoryWritten(const void* addr, uint64_t len) {
+    (void)addr;
+    (void)len;
+  }
+  // `len` bytes at `addr` are about to be read as an RDMA READ's source: the
+  // last chance to bring them up to date.
+  virtual void BeforeMemoryRead(const void* addr, uint64_t len) {
+    (void)addr;
+    (void)len;
+  }
+  // A completion was added to a CQ of `node`, or an async event raised there.
+  virtual void OnNodeEvent(int32_t node) { (void)node; }
+};
+
 struct SimConfig {
   int32_t nodes = 2;
   std::vector<SimLinkConfig> links;  // explicit pairs; others use default_link.
@@ -136,6 +159,13 @@ struct SimConfig {
   uint32_t trace_capacity = 0;
   // Most events a Poll() on an empty CQ runs before returning 0.
   uint32_t poll_events_max = 1u << 16;
+  // Several processes share the fabric (backends/simd): a Poll() never runs
+  // events (time moves only when the daemon advances it), and while doorbells
+  // are held (SimFabric::HoldDoorbells) what a post or a modify would send
+  // and the wakeups nodes ask for wait, so that requests arriving between two
+  // advances in any order leave the same fabric.
+  bool shared_by_processes = false;
+  SimObserver* observer = nullptr;
 };
 
 // Polling and virtual time (the "time hold"). Poll() on an empty CQ runs the
@@ -239,12 +269,18 @@ class SimFabric {
   // Polls (the time hold above) run no event later than t_ns: they return
   // instead, the clock short of it. UINT64_MAX (the default) lifts the
   // limit. For a wait with a deadline, which steps the fabric up to the
-  // deadline itself (api/fabric/completion.cc): a poll inside it must not carry the
-  // clock past the deadline. Step(), RunUntil() and RunUntilIdle() ignore
+  // deadline itself (api/fabric/completion.cc): a poll inside it must not carry
+  // the clock past the deadline. Step(), RunUntil() and RunUntilIdle() ignore
   // it. A run in which no poll reaches the horizon is the same run without
   // it (digest included).
   virtual void SetPollHorizon(uint64_t t_ns) = 0;
   virtual uint64_t poll_horizon_ns() const = 0;
+  // Only with SimConfig::shared_by_processes: while held, a QP's requester
+  // does not start on what was posted (or on a move to RTS) and wakeups are
+  // not scheduled; both are queued. Releasing runs the queue in (node, QP
+  // number) order for doorbells, then (node, request order) for wakeups, so
+  // the result does not depend on the order the requests came in.
+  virtual void HoldDoorbells(bool hold) { (void)hold; }
   // A 64-bit fold of every event run so far (time, sequence, kind, node, QP,
   // PSN, opcode).
   virtual uint64_t digest() const = 0;

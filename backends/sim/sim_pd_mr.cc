@@ -98,13 +98,59 @@ void FabricImpl::PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
   if (len == 0) return;
   if (uint8_t* dst = InOneSge(sges, n, offset, len)) {
     std::memmove(dst, src, len);
+  } else {
+    if (!src_private) {
+      std::memcpy(staging_.data(), src, len);
+      src = staging_.data();
+    }
+    Scatter(sges, n, offset, src, len);
+  }
+  Written(sges, n, offset, len);
+}
+
+void FabricImpl::Written(const Sge* sges, uint32_t n, uint64_t offset,
+                         uint64_t len) {
+  SimObserver* o = config_.observer;
+  if (o == nullptr) [[likely]]
     return;
+  for (uint32_t i = 0; i < n && len > 0; ++i) {
+    const uint64_t sl = SgeLength(sges[i]);
+    if (offset >= sl) {
+      offset -= sl;
+      continue;
+    }
+    const uint64_t take = std::min(sl - offset, len);
+    o->OnMemoryWritten(reinterpret_cast<const void*>(sges[i].addr + offset),
+                       take);
+    len -= take;
+    offset = 0;
   }
-  if (!src_private) {
-    std::memcpy(staging_.data(), src, len);
-    src = staging_.data();
-  }
-  Scatter(sges, n, offset, src, len);
+}
+
+void FabricImpl::HoldDoorbells(bool hold) {
+  if (!config_.shared_by_processes) return;
+  doorbells_held_ = hold;
+  if (hold) return;
+  // Rung in an order of the fabric's own: by node, then QP number.
+  std::vector<QpImpl*> pumps;
+  pumps.swap(held_pumps_);
+  std::sort(pumps.begin(), pumps.end(), [](const QpImpl* a, const QpImpl* b) {
+    return a->dev_->node_ != b->dev_->node_ ? a->dev_->node_ < b->dev_->node_
+                                            : a->qp_num() < b->qp_num();
+  });
+  pumps.erase(std::unique(pumps.begin(), pumps.end()), pumps.end());
+  for (QpImpl* qp : pumps) qp->Pump();
+  std::vector<HeldWakeup> wakeups;
+  wakeups.swap(held_wakeups_);
+  std::stable_sort(
+      wakeups.begin(), wakeups.end(),
+      [](const HeldWakeup& a, const HeldWakeup& b) { return a.node < b.node; });
+  for (const HeldWakeup& w : wakeups) ScheduleWakeup(w.node, w.t_ns);
+}
+
+void FabricImpl::ForgetHeldPump(const QpImpl* qp) {
+  held_pumps_.erase(std::remove(held_pumps_.begin(), held_pumps_.end(), qp),
+                    held_pumps_.end());
 }
 
 int64_t CheckSges(DeviceImpl* dev, PdImpl* pd, const Sge* sges, uint32_t n,

@@ -342,6 +342,8 @@ Status QpImpl::Query(QpAttr* attr, QpInitAttr* init_attr) const {
 
 Status QpImpl::Destroy() {
   DeviceImpl* d = dev_;
+  if (d->fabric_->config().shared_by_processes)
+    d->fabric_->ForgetHeldPump(this);
   send_cq_->refs_--;
   recv_cq_->refs_--;
   if (srq_ != nullptr) srq_->refs_--;

@@ -28,9 +28,13 @@ void QpImpl::Pump() {
   assert(sq_head_ <= tx_wqe_ || tx_wqe_ >= sq_assigned_ ||
          sq_head_ == sq_tail_);
   assert(tx_wqe_ <= sq_tail_ && sq_assigned_ <= sq_tail_);
+  FabricImpl* f = dev_->fabric_;
+  if (f->doorbells_held()) [[unlikely]] {
+    f->HoldPump(this);  // rung when the daemon next advances time
+    return;
+  }
   const QpState s = attr_.qp_state;
   if ((s != QpState::kRts && s != QpState::kSqd) || rnr_wait_) return;
-  FabricImpl* f = dev_->fabric_;
   bool sent = false;
   const uint32_t mtu = PathMtuBytes();
   // Retransmissions may still run below a WR that failed its local checks;

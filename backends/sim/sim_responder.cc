@@ -194,7 +194,12 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           return;
         }
       }
-      if (ev.length > 0) std::memmove(target + ev.offset, data, ev.length);
+      if (ev.length > 0) {
+        std::memmove(target + ev.offset, data, ev.length);
+        if (config_.observer != nullptr) [[unlikely]] {
+          config_.observer->OnMemoryWritten(target + ev.offset, ev.length);
+        }
+      }
       qp->epsn_ = PsnAdd(qp->epsn_, 1);
       if (last) {
         SendAck(qp, Syndrome::kAck, ev.psn, 0);

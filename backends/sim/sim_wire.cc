@@ -98,6 +98,8 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   }
   Scatter(qp->active_sges_.data(), qp->active_.num_sge, 0, grh,
           kGrhBytes + ev.length);
+  Written(qp->active_sges_.data(), qp->active_.num_sge, 0,
+          kGrhBytes + ev.length);
   WorkCompletion wc{};
   wc.wr_id = qp->active_.wr_id;
   wc.opcode = WcOpcode::kRecv;

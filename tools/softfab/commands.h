@@ -38,7 +38,24 @@ struct MergeArgs {
   std::string out_dir;
 };
 
+// softfab run: programs as nodes of one simulated fabric.
+struct RunArgs {
+  int nodes = 0;  // 0: one per program of the MPMD form
+  uint64_t seed = 1;
+  uint64_t watchdog_ms = 10'000;
+  std::vector<std::string> command;  // CMD ARGS [: CMD ARGS]...
+};
+
+// softfab fabricd: a fabric for a launcher of its own.
+struct FabricdArgs {
+  int nodes = 0;
+  uint64_t seed = 1;
+  uint64_t watchdog_ms = 10'000;
+};
+
 int RunStudy(const StudyArgs& args);
+int RunRun(const RunArgs& args);
+int RunFabricd(const FabricdArgs& args);
 int RunReplay(const ReplayArgs& args);
 int RunMerge(const MergeArgs& args);
 int RunInfo();

@@ -87,6 +87,35 @@ int main(int argc, char** argv) {
   merge_cmd->add_option("--out,-o", merge.out_dir, "Report directory")
       ->required();
 
+  RunArgs run;
+  std::string run_seed_text = "1";
+  CLI::App* run_cmd = app.add_subcommand(
+      "run",
+      "Run a program as several processes on one simulated fabric: "
+      "softfab run -n 2 -- CMD ARGS, or -- CMD1 ARGS : CMD2 ARGS.");
+  run_cmd->add_option("-n,--nodes", run.nodes,
+                      "Processes (nodes); the MPMD form gives one each");
+  run_cmd->add_option("--seed", run_seed_text, "The fabric's seed (default 1)");
+  run_cmd->add_option("--watchdog-ms", run.watchdog_ms,
+                      "Name a process that keeps time from moving this long");
+  run_cmd->add_option("command", run.command, "-- CMD ARGS [: CMD ARGS]...")
+      ->required();
+
+  FabricdArgs fabricd;
+  std::string fabricd_seed_text = "1";
+  CLI::App* fabricd_cmd = app.add_subcommand(
+      "fabricd",
+      "Serve one simulated fabric to processes a launcher of its own starts "
+      "(mpirun -x SOFTFAB_FABRIC): prints SOFTFAB_FABRIC=PATH, serves until "
+      "every node has come and gone.");
+  fabricd_cmd->add_option("--nodes", fabricd.nodes, "Processes (nodes)")
+      ->required();
+  fabricd_cmd->add_option("--seed", fabricd_seed_text,
+                          "The fabric's seed (default 1)");
+  fabricd_cmd->add_option(
+      "--watchdog-ms", fabricd.watchdog_ms,
+      "Name a process that keeps time from moving this long");
+
   CLI::App* info_cmd =
       app.add_subcommand("info", "List the backends and their devices.");
 
@@ -119,6 +148,17 @@ int main(int argc, char** argv) {
     return RunReplay(replay);
   }
   if (*merge_cmd) return RunMerge(merge);
+  if (*run_cmd || *fabricd_cmd) {
+    std::string error;
+    const bool is_run = static_cast<bool>(*run_cmd);
+    if (!ParseSeed(is_run ? run_seed_text : fabricd_seed_text,
+                   is_run ? &run.seed : &fabricd.seed, &error)) {
+      std::fprintf(stderr, "softfab %s: %s\n", is_run ? "run" : "fabricd",
+                   error.c_str());
+      return kExitUsage;
+    }
+    return is_run ? RunRun(run) : RunFabricd(fabricd);
+  }
   if (*info_cmd) return RunInfo();
   return kExitUsage;
 }

@@ -21,6 +21,10 @@ namespace softfab::fabric_internal {
 // Fill `f`'s backend from `attr` (sf_fabric_open has checked `backend`);
 // 0, or -SF_E* with the reason for sf_last_error and `f` untouched.
 int OpenSimBackend(const sf_fabric_attr& attr, Fabric* f);
+// The simulator shared by several processes (backends/simd): the daemon at
+// $SOFTFAB_FABRIC, this process's node from the environment; the sim_*
+// fields are the daemon's to set and must be left at their defaults.
+int OpenSharedSimBackend(const sf_fabric_attr& attr, Fabric* f);
 int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f);
 
 // A new fabric object over `backend`; `sim_extension` is the in-process

@@ -71,6 +71,10 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   // A wakeup event for `node` at t_ns (now if t_ns is past): the clock reaches
   // that time and nothing else happens (Device::ScheduleWakeup).
   void ScheduleWakeup(int32_t node, uint64_t t_ns) {
+    if (doorbells_held_) {
+      held_wakeups_.push_back({node, t_ns});
+      return;
+    }
     Ev ev{};
     ev.kind = EvKind::kWakeup;
     ev.src_node = node;
@@ -182,6 +186,13 @@ class FabricImpl final : public SimFabric, public transport::Clock {
                  const Ev* pkt);
 
   uint8_t* staging() { return staging_.data(); }
+  // Shared by processes: the held doorbells (QpImpl::Pump) and wakeups.
+  void HoldDoorbells(bool hold) override;
+  bool doorbells_held() const { return doorbells_held_; }
+  void HoldPump(QpImpl* qp) { held_pumps_.push_back(qp); }
+  void ForgetHeldPump(const QpImpl* qp);  // the QP is going
+  // The observer (SimConfig::observer) hears of memory written.
+  void Written(const Sge* sges, uint32_t n, uint64_t offset, uint64_t len);
 
   // The wire tap (at most one; nullptr detaches). Not owned: the caller
   // detaches it before destroying it.
@@ -241,6 +252,13 @@ class FabricImpl final : public SimFabric, public transport::Clock {
   std::vector<internal::Rng> fault_rngs_;
   std::vector<uint32_t> fault_counts_;
   std::vector<uint8_t> staging_;
+  bool doorbells_held_ = false;
+  std::vector<QpImpl*> held_pumps_;
+  struct HeldWakeup {
+    int32_t node;
+    uint64_t t_ns;
+  };
+  std::vector<HeldWakeup> held_wakeups_;
   std::vector<UdBuffer> ud_pool_;
   std::vector<uint32_t> ud_free_;
   std::vector<TraceRecord> trace_;

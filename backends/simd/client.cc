@@ -1,0 +1,269 @@
+// A process's side of the shared simulated fabric (see client.h): the
+// connection, its shadow memory, and the transport objects as proxies of the
+// daemon's (client_objects.cc).
+#include "backends/simd/client.h"
+
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "backends/simd/internal/connection.h"
+
+namespace softfab::simd {
+namespace internal {
+
+Connection::~Connection() {
+  if (window_ != nullptr) munmap(window_, kWindowBytes);
+  if (memfd_ >= 0) close(memfd_);
+  if (fd_ >= 0) close(fd_);
+}
+
+Status Connection::Open(const std::string& path, int node, std::string* why) {
+  fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof addr.sun_path) {
+    *why = "fabric socket path too long: " + path;
+    return InvalidArgument("socket path too long");
+  }
+  std::strcpy(addr.sun_path, path.c_str());
+  if (fd_ < 0 ||
+      connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    const int code = errno;
+    *why = "no fabric daemon at " + path + " (" + std::strerror(code) +
+           "): start one with `softfab fabricd` or run under `softfab run`";
+    return Status(code, "cannot reach the fabric daemon");
+  }
+  memfd_ = memfd_create("softfab-shadow", MFD_CLOEXEC);
+  if (memfd_ < 0 ||
+      ftruncate(memfd_, static_cast<off_t>(kHeaderPageBytes)) != 0) {
+    *why = std::string("memfd: ") + std::strerror(errno);
+    return Status(ENOMEM, "cannot create shared memory");
+  }
+  void* w = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_NORESERVE, memfd_, 0);
+  if (w == MAP_FAILED) {
+    *why = std::string("mmap of the shared window: ") + std::strerror(errno);
+    return Status(ENOMEM, "cannot map shared memory");
+  }
+  window_ = static_cast<uint8_t*>(w);
+  file_bytes_ = kHeaderPageBytes;
+  shadow_end_ = kHeaderPageBytes;
+  // Hello, with the memfd.
+  Request hello;
+  hello.handle = static_cast<uint32_t>(node);
+  hello.count = kProtocolVersion;
+  Message m(Op::kHello, &hello, sizeof hello);
+  iovec iov{m.mutable_bytes().data(), m.bytes().size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &memfd_, sizeof(int));
+  if (sendmsg(fd_, &msg, MSG_NOSIGNAL) < 0) {
+    *why = std::string("cannot talk to the fabric daemon: ") +
+           std::strerror(errno);
+    return Status(EIO, "cannot talk to the fabric daemon");
+  }
+  Reply reply;
+  std::vector<uint8_t> tail;
+  if (!Receive(&reply, &tail)) {
+    *why = "the fabric daemon refused node " + std::to_string(node) +
+           " (taken, out of range, or another protocol version: see its log)";
+    return Status(ECONNREFUSED, "refused by the fabric daemon");
+  }
+  return Status::Ok();
+}
+
+bool Connection::Receive(Reply* reply, std::vector<uint8_t>* tail) {
+  while (true) {
+    buf_.resize(kMessageBytesMax);
+    const ssize_t n = recv(fd_, buf_.data(), buf_.size(), 0);
+    if (n <= 0) return false;
+    Header h;
+    Request pull;
+    const uint8_t* t = nullptr;
+    if (static_cast<size_t>(n) >= sizeof(Header)) {
+      std::memcpy(&h, buf_.data(), sizeof h);
+      if (h.op == Op::kPull &&
+          Decode(buf_.data(), static_cast<size_t>(n), &h, &pull, &t)) {
+        CopyToShadow(pull.a, pull.b);
+        Request done;
+        Message m(Op::kPullDone, &done, sizeof done);
+        if (send(fd_, m.bytes().data(), m.bytes().size(), MSG_NOSIGNAL) < 0) {
+          return false;
+        }
+        continue;
+      }
+    }
+    if (!Decode(buf_.data(), static_cast<size_t>(n), &h, reply, &t)) {
+      return false;
+    }
+    tail->assign(t, t + h.tail_bytes);
+    return true;
+  }
+}
+
+Status Connection::Call(Op op, const Request& req, const Message* tail_from,
+                        Reply* reply, std::vector<uint8_t>* tail) {
+  Message m(op, &req, sizeof req);
+  if (tail_from != nullptr) {
+    m.AppendBytes(tail_from->bytes().data(), tail_from->bytes().size());
+  }
+  if (broken_ || send(fd_, m.bytes().data(), m.bytes().size(), MSG_NOSIGNAL) !=
+                     static_cast<ssize_t>(m.bytes().size())) {
+    broken_ = true;
+    return Status(EIO, "the fabric daemon is gone");
+  }
+  std::vector<uint8_t> ignored;
+  if (!Receive(reply, tail != nullptr ? tail : &ignored)) {
+    broken_ = true;
+    return Status(EIO, "the fabric daemon is gone");
+  }
+  if (reply->status != 0) {
+    last_error_ = reply->message;
+    return Status(reply->status, last_error_.c_str());
+  }
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> Connection::AllocShadow(uint64_t len) {
+  const uint64_t need = (len + 63) & ~uint64_t{63};
+  // First fit among freed ranges, else the end of the file.
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second >= need) {
+      const uint64_t at = it->first;
+      const uint64_t left = it->second - need;
+      free_.erase(it);
+      if (left > 0) free_[at + need] = left;
+      return at;
+    }
+  }
+  if (need > kWindowBytes - shadow_end_) {
+    return Status(ENOMEM, "the shared window is full");
+  }
+  const uint64_t at = shadow_end_;
+  shadow_end_ += need;
+  if (shadow_end_ > file_bytes_) {
+    const uint64_t grow = std::max(shadow_end_, file_bytes_ * 2);
+    if (ftruncate(memfd_, static_cast<off_t>(grow)) != 0) {
+      shadow_end_ = at;
+      return Status(ENOMEM, "cannot grow the shared memory");
+    }
+    file_bytes_ = grow;
+  }
+  return at;
+}
+
+void Connection::FreeShadow(uint64_t at, uint64_t len) {
+  const uint64_t n = (len + 63) & ~uint64_t{63};
+  free_[at] = n;
+  // Merge with the next free range, then with the previous one.
+  auto it = free_.find(at);
+  auto next = std::next(it);
+  if (next != free_.end() && at + it->second == next->first) {
+    it->second += next->second;
+    free_.erase(next);
+  }
+  if (it != free_.begin()) {
+    auto prev = std::prev(it);
+    if (prev->first + prev->second == it->first) {
+      prev->second += it->second;
+      free_.erase(it);
+    }
+  }
+}
+
+void Connection::AddMr(const ShadowMr& mr) {
+  by_lkey_[mr.lkey] = mr;
+  by_shadow_[mr.shadow] = mr.lkey;
+}
+
+void Connection::RemoveMr(uint32_t lkey) {
+  auto it = by_lkey_.find(lkey);
+  if (it == by_lkey_.end()) return;
+  by_shadow_.erase(it->second.shadow);
+  by_lkey_.erase(it);
+}
+
+// Calls `fn(user, shadow, n)` for the part of shadow range [at, at + len)
+// that registrations cover.
+template <typename Fn>
+void Connection::ForShadowRange(uint64_t at, uint64_t len, Fn fn) {
+  auto it = by_shadow_.upper_bound(at);
+  if (it != by_shadow_.begin()) --it;
+  for (; it != by_shadow_.end() && it->first < at + len; ++it) {
+    const ShadowMr& mr = by_lkey_[it->second];
+    const uint64_t lo = std::max(at, mr.shadow);
+    const uint64_t hi = std::min(at + len, mr.shadow + mr.length);
+    if (lo >= hi) continue;
+    fn(reinterpret_cast<uint8_t*>(mr.user_addr + (lo - mr.shadow)),
+       window_ + lo, hi - lo);
+  }
+}
+
+void Connection::CopyToShadow(uint64_t at, uint64_t len) {
+  ForShadowRange(at, len, [](uint8_t* user, uint8_t* shadow, uint64_t n) {
+    std::memcpy(shadow, user, n);
+  });
+}
+
+void Connection::CopyFromShadow(uint64_t at, uint64_t len) {
+  ForShadowRange(at, len, [](uint8_t* user, uint8_t* shadow, uint64_t n) {
+    std::memcpy(user, shadow, n);
+  });
+}
+
+void Connection::CopySgesToShadow(const transport::Sge* sges, int n) {
+  for (int i = 0; i < n; ++i) {
+    auto it = by_lkey_.find(sges[i].lkey);
+    if (it == by_lkey_.end()) continue;  // the fabric refuses it
+    const ShadowMr& mr = it->second;
+    const uint64_t len =
+        sges[i].length == 0 ? (uint64_t{1} << 31) : sges[i].length;
+    if (sges[i].addr < mr.user_addr ||
+        sges[i].addr - mr.user_addr > mr.length ||
+        len > mr.length - (sges[i].addr - mr.user_addr)) {
+      continue;  // outside its region: the fabric refuses it
+    }
+    std::memcpy(window_ + mr.shadow + (sges[i].addr - mr.user_addr),
+                reinterpret_cast<const void*>(sges[i].addr), len);
+  }
+}
+
+uint64_t Connection::NowNs() const {
+  return __atomic_load_n(reinterpret_cast<const uint64_t*>(window_),
+                         __ATOMIC_ACQUIRE);
+}
+
+}  // namespace internal
+
+int NodeFromEnvironment(std::string* source) {
+  for (const char* name :
+       {kNodeEnv, "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"}) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') continue;
+    char* end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 0 || n > 65535) continue;
+    if (source != nullptr) *source = name;
+    return static_cast<int>(n);
+  }
+  return -1;
+}
+
+}  // namespace softfab::simd

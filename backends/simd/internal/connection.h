@@ -1,0 +1,79 @@
+// A process's connection to the fabric daemon (client.cc): the socket, the
+// shared window (a memfd: a header page with the virtual clock, then the
+// shadows of registered memory) and the registrations, so posts copy their
+// sources in and wakes copy what the fabric wrote out.
+#ifndef SOFTFAB_BACKENDS_SIMD_INTERNAL_CONNECTION_H_
+#define SOFTFAB_BACKENDS_SIMD_INTERNAL_CONNECTION_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/simd/protocol.h"
+#include "transport/status.h"
+#include "transport/transport.h"
+
+namespace softfab::simd::internal {
+
+// A registration as the process made it, and its shadow in the window.
+struct ShadowMr {
+  uint64_t user_addr = 0;
+  uint64_t length = 0;
+  uint64_t shadow = 0;  // offset in the window
+  uint32_t lkey = 0;
+};
+
+class Connection {
+ public:
+  Connection() = default;
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Connects, shares the window and says hello as `node`.
+  Status Open(const std::string& path, int node, std::string* why);
+  // One request and its reply (serving the daemon's pulls meanwhile). A
+  // reply with an errno is that error, its reason kept until the next.
+  // EIO once the daemon is gone, for this and every later call.
+  Status Call(Op op, const Request& req, const Message* tail, Reply* reply,
+              std::vector<uint8_t>* reply_tail = nullptr);
+
+  // Shadow space for a registration of `len` bytes, and its release.
+  StatusOr<uint64_t> AllocShadow(uint64_t len);
+  void FreeShadow(uint64_t at, uint64_t len);
+  void AddMr(const ShadowMr& mr);
+  void RemoveMr(uint32_t lkey);
+  // Sources of a post: the bytes of each SGE inside its registration go to
+  // its shadow (an SGE the fabric will refuse is skipped).
+  void CopySgesToShadow(const transport::Sge* sges, int n);
+  // What the fabric wrote into shadow range [at, at + len) goes to the
+  // process's memory (a wake); what it will read comes from it (a pull).
+  void CopyFromShadow(uint64_t at, uint64_t len);
+  void CopyToShadow(uint64_t at, uint64_t len);
+
+  // The virtual clock, as the daemon last wrote it.
+  uint64_t NowNs() const;
+  bool broken() const { return broken_; }
+
+ private:
+  bool Receive(Reply* reply, std::vector<uint8_t>* tail);
+  template <typename Fn>
+  void ForShadowRange(uint64_t at, uint64_t len, Fn fn);
+
+  int fd_ = -1;
+  int memfd_ = -1;
+  uint8_t* window_ = nullptr;
+  uint64_t file_bytes_ = 0;
+  uint64_t shadow_end_ = 0;
+  bool broken_ = false;
+  std::map<uint64_t, uint64_t> free_;  // shadow offset -> length
+  std::map<uint32_t, ShadowMr> by_lkey_;
+  std::map<uint64_t, uint32_t> by_shadow_;  // shadow offset -> lkey
+  std::vector<uint8_t> buf_;
+  std::string last_error_;
+};
+
+}  // namespace softfab::simd::internal
+
+#endif  // SOFTFAB_BACKENDS_SIMD_INTERNAL_CONNECTION_H_

@@ -1,0 +1,91 @@
+// One connected process of the fabric daemon (server.cc) and what the
+// request handlers (server_requests.cc) need of the daemon: the objects the
+// process created on its node, its memory window and its keys, so work
+// requests naming its addresses and keys can be translated into shadow
+// addresses the simulator reads and writes.
+#ifndef SOFTFAB_BACKENDS_SIMD_INTERNAL_SESSION_H_
+#define SOFTFAB_BACKENDS_SIMD_INTERNAL_SESSION_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/sim/sim_fabric.h"
+#include "backends/simd/protocol.h"
+#include "transport/transport.h"
+
+namespace softfab::simd::internal {
+
+namespace tp = ::softfab::transport;
+
+// A registration: the process's range [user_addr, user_addr + length) and
+// its shadow in the window, over which the simulator's MR lies.
+struct SessionMr {
+  uint64_t user_addr = 0;
+  uint64_t length = 0;
+  uint8_t* shadow = nullptr;
+  tp::MemoryRegion* mr = nullptr;
+};
+
+struct SessionQp {
+  tp::QueuePair* qp = nullptr;
+  int32_t remote_node = -1;  // RC: where its RDMA keys are looked up
+};
+
+struct Session {
+  int fd = -1;
+  pid_t pid = 0;
+  int32_t node = -1;
+  tp::Device* device = nullptr;
+  uint8_t* window = nullptr;  // the process's memfd, kWindowBytes mapped
+  // Parking (server.cc): a kPark waits while `parked`; `concerned` says
+  // something happened for this node since its last wake; `dirty` is what
+  // the fabric wrote into its memory since.
+  bool parked = false;
+  bool concerned = false;
+  bool idle = false;
+  bool named = false;  // the watchdog named it for the current stall
+  uint64_t deadline_ns = UINT64_MAX;
+  uint64_t last_heard_ms = 0;
+  std::vector<Range> dirty;
+  // Objects by handle (handles count up from 1, per session).
+  uint32_t next_handle = 1;
+  std::map<uint32_t, tp::ProtectionDomain*> pds;
+  std::map<uint32_t, SessionMr> mrs;
+  std::map<uint32_t, tp::CompletionQueue*> cqs;
+  std::map<uint32_t, tp::CompletionChannel*> channels;
+  std::map<uint32_t, tp::SharedReceiveQueue*> srqs;
+  std::map<uint32_t, SessionQp> qps;
+  std::map<uint32_t, tp::AddressHandle*> ahs;
+  // Keys to registrations (handles into `mrs`).
+  std::map<uint32_t, uint32_t> mr_by_lkey;
+  std::map<uint32_t, uint32_t> mr_by_rkey;
+};
+
+// What the request handlers see of the daemon.
+class Sessions : public sim::SimObserver {
+ public:
+  virtual sim::SimFabric& fabric() = 0;
+  virtual Session* SessionOfNode(int32_t node) = 0;
+
+ protected:
+  ~Sessions() override = default;
+};
+
+// Serves one request of `s` (every op but kHello and kPark) into `reply`.
+// False when the request is malformed: the session is then dropped, `why`
+// says why. A well-formed request the fabric refuses is a reply with its
+// errno, as the transport call would return it.
+bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
+                  const uint8_t* tail, size_t tail_bytes, Message* reply,
+                  std::string* why);
+
+// A node's channels with events waiting (their handles), for a wake.
+std::vector<uint32_t> ChannelsWithEvents(const Session* s);
+
+}  // namespace softfab::simd::internal
+
+#endif  // SOFTFAB_BACKENDS_SIMD_INTERNAL_SESSION_H_

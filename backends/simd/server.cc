@@ -1,0 +1,454 @@
+// The fabric daemon's engine (see server.h): sessions, parking and advancing
+// virtual time, and the memory each process shares. The transport calls
+// themselves are served by ServeRequest (server_requests.cc).
+#include "backends/simd/server.h"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/simd/internal/session.h"
+
+namespace softfab::simd {
+namespace internal {
+namespace {
+
+uint64_t WallMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000 +
+         static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
+}
+
+// Receives one datagram and the fds that came with it (at most one).
+ssize_t ReceiveWithFd(int fd, std::vector<uint8_t>* buf, int* passed_fd) {
+  buf->resize(kMessageBytesMax);
+  iovec iov{buf->data(), buf->size()};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+  if (passed_fd != nullptr) *passed_fd = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr;
+       c = CMSG_NXTHDR(&msg, c)) {
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+      int got = -1;
+      std::memcpy(&got, CMSG_DATA(c), sizeof got);
+      if (passed_fd != nullptr && *passed_fd < 0) {
+        *passed_fd = got;
+      } else {
+        close(got);
+      }
+    }
+  }
+  if (n < 0) return -errno;
+  if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) return -EMSGSIZE;
+  buf->resize(static_cast<size_t>(n));
+  return n;
+}
+
+class Server final : public FabricServer, public Sessions {
+ public:
+  explicit Server(const ServerOptions& options) : options_(options) {}
+  ~Server() override {
+    while (!sessions_.empty()) Drop(sessions_.back().get(), nullptr);
+    if (listen_fd_ >= 0) close(listen_fd_);
+  }
+
+  Status Init(std::string* why) {
+    sim::SimConfig config = options_.config;
+    config.shared_by_processes = true;
+    config.observer = this;
+    if (Status s = sim::ValidateSimConfig(config); !s.ok()) {
+      *why = std::string("fabric configuration refused: ") + s.message();
+      return s;
+    }
+    fabric_ = sim::CreateSimFabric(config);
+    fabric_->HoldDoorbells(true);
+    nodes_.assign(static_cast<size_t>(config.nodes), nullptr);
+    listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (options_.socket_path.size() >= sizeof addr.sun_path) {
+      *why = "socket path too long: " + options_.socket_path;
+      return InvalidArgument("socket path too long");
+    }
+    std::strcpy(addr.sun_path, options_.socket_path.c_str());
+    if (listen_fd_ < 0 ||
+        bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) !=
+            0 ||
+        listen(listen_fd_, 64) != 0) {
+      const int code = errno;
+      *why = "cannot listen on " + options_.socket_path + ": " +
+             std::strerror(code);
+      return Status(code, "cannot listen");
+    }
+    return Status::Ok();
+  }
+
+  int Run(int stop_fd) override {
+    std::vector<pollfd> fds;
+    while (true) {
+      if (options_.expected_nodes > 0 &&
+          summary_.nodes_connected >=
+              static_cast<uint64_t>(options_.expected_nodes) &&
+          sessions_.empty()) {
+        return 0;
+      }
+      fds.clear();
+      fds.push_back({listen_fd_, POLLIN, 0});
+      if (stop_fd >= 0) fds.push_back({stop_fd, POLLIN, 0});
+      const size_t first_session = fds.size();
+      for (const auto& s : sessions_) fds.push_back({s->fd, POLLIN, 0});
+      const int r = poll(fds.data(), fds.size(), 1000);
+      if (r < 0 && errno != EINTR) return errno;
+      if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return 0;
+      if (fds[0].revents & POLLIN) Accept();
+      // Requests in session order; a dropped session leaves the vector, so
+      // look each fd up again.
+      for (size_t i = first_session; i < fds.size(); ++i) {
+        if (fds[i].revents == 0) continue;
+        Session* s = Find(fds[i].fd);
+        if (s != nullptr) Receive(s);
+      }
+      if (CanAdvance()) Advance();
+      Watchdog();
+    }
+  }
+
+  RunSummary summary() const override {
+    RunSummary s = summary_;
+    s.digest = fabric_->digest();
+    s.now_ns = fabric_->clock().NowNs();
+    s.stats = fabric_->stats();
+    return s;
+  }
+
+  // ---- Sessions (session.h) ----
+  sim::SimFabric& fabric() override { return *fabric_; }
+  Session* SessionOfNode(int32_t node) override {
+    return node >= 0 && static_cast<size_t>(node) < nodes_.size()
+               ? nodes_[static_cast<size_t>(node)]
+               : nullptr;
+  }
+
+  // ---- sim::SimObserver ----
+  void OnMemoryWritten(const void* addr, uint64_t len) override {
+    Session* s = SessionOfAddress(addr);
+    if (s == nullptr) return;
+    s->dirty.push_back(
+        {static_cast<uint64_t>(static_cast<const uint8_t*>(addr) - s->window),
+         len});
+    s->concerned = true;
+  }
+  void BeforeMemoryRead(const void* addr, uint64_t len) override {
+    Session* s = SessionOfAddress(addr);
+    if (s == nullptr || !s->parked) return;
+    // The owner is parked inside a call: it may copy its memory now.
+    Request pull;
+    pull.a =
+        static_cast<uint64_t>(static_cast<const uint8_t*>(addr) - s->window);
+    pull.b = len;
+    Message m(Op::kPull, &pull, sizeof pull);
+    if (!Send(s, m)) return;
+    std::vector<uint8_t> buf;
+    pollfd p{s->fd, POLLIN, 0};
+    // Bounded: a process that does not answer within the watchdog's time is
+    // treated as gone.
+    if (poll(&p, 1, static_cast<int>(options_.watchdog_ms)) != 1 ||
+        ReceiveWithFd(s->fd, &buf, nullptr) <= 0 ||
+        buf.size() < sizeof(Header)) {
+      Drop(s, "did not answer a memory pull");
+      return;
+    }
+    Header h;
+    std::memcpy(&h, buf.data(), sizeof h);
+    if (h.op != Op::kPullDone) Drop(s, "answered a pull with another message");
+  }
+  void OnNodeEvent(int32_t node) override {
+    if (Session* s = SessionOfNode(node)) s->concerned = true;
+  }
+
+ private:
+  Session* Find(int fd) {
+    for (auto& s : sessions_) {
+      if (s->fd == fd) return s.get();
+    }
+    return nullptr;
+  }
+  Session* SessionOfAddress(const void* addr) {
+    const auto* p = static_cast<const uint8_t*>(addr);
+    for (Session* s : nodes_) {
+      if (s != nullptr && s->window != nullptr && p >= s->window &&
+          p < s->window + kWindowBytes) {
+        return s;
+      }
+    }
+    return nullptr;
+  }
+
+  void Accept() {
+    const int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0) return;
+    ucred cred{};
+    socklen_t len = sizeof cred;
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 ||
+        cred.uid != getuid()) {
+      ++summary_.clients_refused;
+      std::fprintf(options_.log,
+                   "softfab fabricd: refused a connection from uid %u (only "
+                   "uid %u may use this fabric)\n",
+                   cred.uid, getuid());
+      close(fd);
+      return;
+    }
+    auto s = std::make_unique<Session>();
+    s->fd = fd;
+    s->pid = cred.pid;
+    s->last_heard_ms = WallMs();
+    sessions_.push_back(std::move(s));
+  }
+
+  void Receive(Session* s) {
+    int passed = -1;
+    const ssize_t n = ReceiveWithFd(s->fd, &buf_, &passed);
+    if (n == 0 || n == -ECONNRESET) {
+      if (passed >= 0) close(passed);
+      Drop(s, nullptr);  // the process went
+      return;
+    }
+    s->last_heard_ms = WallMs();
+    Header h;
+    Request req;
+    const uint8_t* tail = nullptr;
+    if (n < 0 || !Decode(buf_.data(), buf_.size(), &h, &req, &tail)) {
+      if (passed >= 0) close(passed);
+      Drop(s, "sent a malformed message");
+      return;
+    }
+    ++summary_.requests;
+    if (h.op == Op::kHello) {
+      const std::string refused = Hello(s, req, passed);
+      if (!refused.empty()) Drop(s, refused.c_str());
+      return;
+    }
+    if (passed >= 0) close(passed);
+    if (s->node < 0) {
+      Drop(s, "spoke before saying hello");
+      return;
+    }
+    if (h.op == Op::kPark) {
+      s->parked = true;
+      s->deadline_ns = req.c;
+      if (s->concerned || !s->dirty.empty()) Wake(s, /*idle=*/false);
+      return;
+    }
+    Message reply;
+    std::string why;
+    if (!ServeRequest(*this, s, h.op, req, tail, h.tail_bytes, &reply, &why)) {
+      Drop(s, why.c_str());
+      return;
+    }
+    if (!Send(s, reply)) Drop(s, "cannot be written to");
+  }
+
+  // kHello: the process's node, protocol version and memfd. Empty when
+  // accepted.
+  std::string Hello(Session* s, const Request& req, int memfd) {
+    if (s->node >= 0) return "said hello twice";
+    const int32_t node = static_cast<int32_t>(req.handle);
+    if (req.count != kProtocolVersion) {
+      return "speaks protocol version " + std::to_string(req.count) +
+             ", this daemon " + std::to_string(kProtocolVersion);
+    }
+    if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) {
+      return "asked for node " + std::to_string(node) + " of a fabric of " +
+             std::to_string(nodes_.size());
+    }
+    if (nodes_[static_cast<size_t>(node)] != nullptr || taken(node)) {
+      return "asked for node " + std::to_string(node) + ", already taken";
+    }
+    if (memfd < 0) return "sent no shared memory";
+    void* window = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_NORESERVE, memfd, 0);
+    close(memfd);
+    if (window == MAP_FAILED) return "shared memory cannot be mapped";
+    s->window = static_cast<uint8_t*>(window);
+    s->node = node;
+    s->device = fabric_->device(node);
+    nodes_[static_cast<size_t>(node)] = s;
+    ever_connected_.push_back(node);
+    ++summary_.nodes_connected;
+    WriteClock(s);
+    Reply reply;
+    reply.now_ns = fabric_->clock().NowNs();
+    Message m(Op::kHello, &reply, sizeof reply);
+    if (!Send(s, m)) return "cannot be written to";
+    return "";
+  }
+  bool taken(int32_t node) const {
+    return std::find(ever_connected_.begin(), ever_connected_.end(), node) !=
+           ever_connected_.end();
+  }
+
+  // Time moves when every node that will take part has connected and every
+  // live one is parked (and at least one is).
+  bool CanAdvance() const {
+    if (options_.expected_nodes > 0 &&
+        ever_connected_.size() < static_cast<size_t>(options_.expected_nodes)) {
+      return false;
+    }
+    bool any = false;
+    for (const auto& s : sessions_) {
+      if (s->node < 0) return false;  // saying hello
+      if (!s->parked) return false;
+      any = true;
+    }
+    return any;
+  }
+
+  void Advance() {
+    ++summary_.advances;
+    fabric_->HoldDoorbells(false);
+    bool woke = false;
+    while (!woke) {
+      for (const auto& s : sessions_) {
+        if (s->parked && (s->concerned || !s->dirty.empty())) woke = true;
+      }
+      if (woke) break;
+      uint64_t deadline = UINT64_MAX;
+      for (const auto& s : sessions_) {
+        if (s->parked) deadline = std::min(deadline, s->deadline_ns);
+      }
+      const uint64_t next = fabric_->next_event_ns();
+      if (next == UINT64_MAX && deadline == UINT64_MAX) {
+        // Nothing will ever happen: every parked call returns (an unbounded
+        // wait reports the fabric idle).
+        for (const auto& s : sessions_) s->idle = true;
+        break;
+      }
+      if (deadline < next) {
+        fabric_->RunUntil(deadline);
+        for (const auto& s : sessions_) {
+          if (s->parked && s->deadline_ns <= deadline) s->concerned = true;
+        }
+        continue;
+      }
+      fabric_->Step();
+    }
+    fabric_->HoldDoorbells(true);
+    // Sessions may be dropped while waking (a write fails): iterate a copy.
+    std::vector<Session*> all;
+    for (const auto& s : sessions_) all.push_back(s.get());
+    for (Session* s : all) {
+      WriteClock(s);
+      if (s->parked && (s->concerned || !s->dirty.empty() || s->idle)) {
+        Wake(s, s->idle && !s->concerned && s->dirty.empty());
+      }
+      s->idle = false;
+    }
+  }
+
+  // Answers a parked session's kPark: the ranges written into its memory
+  // and the channels with events, then it runs again.
+  void Wake(Session* s, bool idle) {
+    Reply reply;
+    reply.now_ns = fabric_->clock().NowNs();
+    reply.a = idle ? 1 : 0;
+    const size_t ranges = std::min<size_t>(s->dirty.size(), kRangesMax);
+    reply.count = static_cast<uint32_t>(ranges);
+    std::vector<uint32_t> channels = ChannelsWithEvents(s);
+    reply.handle = static_cast<uint32_t>(channels.size());
+    Message m(Op::kPark, &reply, sizeof reply);
+    for (size_t i = 0; i < ranges; ++i) m.Append(s->dirty[i]);
+    for (uint32_t c : channels) m.Append(c);
+    s->dirty.erase(s->dirty.begin(),
+                   s->dirty.begin() + static_cast<ptrdiff_t>(ranges));
+    s->parked = false;
+    s->concerned = !s->dirty.empty();  // more than one reply's worth
+    if (!Send(s, m)) Drop(s, "cannot be written to");
+  }
+
+  void WriteClock(Session* s) {
+    if (s->window == nullptr) return;
+    const uint64_t now = fabric_->clock().NowNs();
+    __atomic_store_n(reinterpret_cast<uint64_t*>(s->window), now,
+                     __ATOMIC_RELEASE);
+  }
+
+  bool Send(Session* s, const Message& m) {
+    const std::vector<uint8_t>& b = m.bytes();
+    return send(s->fd, b.data(), b.size(), MSG_NOSIGNAL) ==
+           static_cast<ssize_t>(b.size());
+  }
+
+  void Watchdog() {
+    const uint64_t now = WallMs();
+    for (const auto& s : sessions_) {
+      if (s->parked || s->node < 0) continue;
+      if (now - s->last_heard_ms > options_.watchdog_ms && !s->named) {
+        s->named = true;
+        std::fprintf(options_.log,
+                     "softfab fabricd: node %d (pid %d) has kept the fabric "
+                     "from advancing for %llu ms: it is neither parked in a "
+                     "call nor gone\n",
+                     s->node, static_cast<int>(s->pid),
+                     static_cast<unsigned long long>(now - s->last_heard_ms));
+      }
+      if (now - s->last_heard_ms <= options_.watchdog_ms) s->named = false;
+    }
+  }
+
+  // Ends a session: its node's objects stay in the fabric (its HCA model
+  // keeps answering) and its memory is unmapped. `why` (may be null) is
+  // logged when the session broke the protocol.
+  void Drop(Session* s, const char* why) {
+    if (why != nullptr) {
+      ++summary_.clients_refused;
+      std::fprintf(options_.log,
+                   "softfab fabricd: dropped node %d (pid %d): %s\n", s->node,
+                   static_cast<int>(s->pid), why);
+    }
+    if (s->node >= 0) nodes_[static_cast<size_t>(s->node)] = nullptr;
+    if (s->window != nullptr) munmap(s->window, kWindowBytes);
+    s->window = nullptr;
+    close(s->fd);
+    auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                           [s](const auto& p) { return p.get() == s; });
+    if (it != sessions_.end()) sessions_.erase(it);
+  }
+
+  const ServerOptions options_;
+  std::unique_ptr<sim::SimFabric> fabric_;
+  int listen_fd_ = -1;
+  std::vector<std::unique_ptr<Session>> sessions_;  // in connection order
+  std::vector<Session*> nodes_;                     // by node
+  std::vector<int32_t> ever_connected_;
+  std::vector<uint8_t> buf_;
+  RunSummary summary_;
+};
+
+}  // namespace
+}  // namespace internal
+
+StatusOr<std::unique_ptr<FabricServer>> CreateFabricServer(
+    const ServerOptions& options, std::string* why) {
+  auto server = std::make_unique<internal::Server>(options);
+  if (Status s = server->Init(why); !s.ok()) return s;
+  return std::unique_ptr<FabricServer>(std::move(server));
+}
+
+}  // namespace softfab::simd

@@ -1,0 +1,61 @@
+// The fabric daemon's engine: one simulated fabric (backends/sim) shared by
+// several processes, each a node, each connected over a Unix socket
+// (protocol.h). It serves their transport calls on their node's HCA, keeps
+// their memory in shadow (a memfd each process shares), and moves virtual
+// time only when every process is parked, as the README's design section
+// says. Single-threaded: Run() is the whole daemon.
+#ifndef SOFTFAB_BACKENDS_SIMD_SERVER_H_
+#define SOFTFAB_BACKENDS_SIMD_SERVER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "backends/sim/sim_fabric.h"
+#include "transport/status.h"
+
+namespace softfab::simd {
+
+struct ServerOptions {
+  // The fabric: nodes, topology, faults, seed. The server sets
+  // shared_by_processes and the observer itself.
+  sim::SimConfig config;
+  // The listening socket's path (its directory should be private: 0700).
+  std::string socket_path;
+  // Run() returns once this many nodes have connected and all have gone
+  // (softfab run); 0: serves until `stop_fd` is readable (softfab fabricd).
+  int32_t expected_nodes = 0;
+  // A process that keeps the fabric from advancing (neither parked nor
+  // gone) this long in wall time is named on `log`, once per stall.
+  uint64_t watchdog_ms = 10'000;
+  FILE* log = stderr;
+};
+
+// What a run did, for the summary `softfab run` prints.
+struct RunSummary {
+  uint64_t digest = 0;
+  uint64_t now_ns = 0;
+  sim::SimStats stats;
+  uint64_t advances = 0;
+  uint64_t requests = 0;
+  uint64_t nodes_connected = 0;
+  uint64_t clients_refused = 0;  // malformed, hostile or wrong uid
+};
+
+class FabricServer {
+ public:
+  virtual ~FabricServer() = default;
+  // Serves until done (see ServerOptions::expected_nodes) or `stop_fd` (may
+  // be -1) becomes readable. 0, or an errno value if the socket failed.
+  virtual int Run(int stop_fd) = 0;
+  virtual RunSummary summary() const = 0;
+};
+
+// Binds the socket and builds the fabric; on failure `why` says what.
+StatusOr<std::unique_ptr<FabricServer>> CreateFabricServer(
+    const ServerOptions& options, std::string* why);
+
+}  // namespace softfab::simd
+
+#endif  // SOFTFAB_BACKENDS_SIMD_SERVER_H_
