@@ -191,14 +191,14 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
 }
 
 Endpoint::~Endpoint() {
+  for (CompletionQueue* cq : {tx_cq_, rx_cq_}) {
+    if (cq) cq->progress_sources().Remove(this);
+  }
   if (eq_) {
-    eq_->Remove(this);
+    eq_->progress_sources().Remove(this);
     eq_->Purge(user_handle_);  // Events naming us would dangle.
   }
-  auto& eps = rx_->endpoints_;
-  if (auto it = std::find(eps.begin(), eps.end(), this); it != eps.end()) {
-    eps.erase(it);
-  }
+  rx_->endpoints_.Remove(this);
   if (rx_ != own_rx_.get()) {
     // A shared context outlives us: take back what refers to this endpoint.
     for (uint32_t i = 0; i < rx_->unexpected_.size(); ++i) {
@@ -261,6 +261,7 @@ Status Endpoint::BindCq(CompletionQueue* cq, uint64_t flags) {
     return InvalidArgument("bind flags must be FI_TRANSMIT and/or FI_RECV");
   }
   const bool selective = flags & kSelectiveCompletion;
+  CompletionQueue* const old[2] = {tx_cq_, rx_cq_};
   if (flags & kSend) {
     tx_cq_ = cq;
     tx_selective_ = selective;
@@ -268,6 +269,14 @@ Status Endpoint::BindCq(CompletionQueue* cq, uint64_t flags) {
   if (flags & kRecv) {
     rx_cq_ = cq;
     rx_selective_ = selective;
+  }
+  // Reads of `cq` run our progress from now on; a CQ this binding replaced
+  // in both roles no longer does.
+  cq->progress_sources().Add(this);
+  for (CompletionQueue* was : old) {
+    if (was != nullptr && was != tx_cq_ && was != rx_cq_) {
+      was->progress_sources().Remove(this);
+    }
   }
   return Status::Ok();
 }
@@ -307,7 +316,7 @@ Status Endpoint::Enable() {
   rx_->cq_ = rx_cq_;
   rx_->selective_ = rx_selective_;
   if (rx_->av_ == nullptr) rx_->av_ = av_;
-  rx_->endpoints_.push_back(this);
+  rx_->endpoints_.Add(this);
   enabled_ = true;
   return Status::Ok();
 }

@@ -62,10 +62,11 @@
 #include "core/flags.h"
 #include "core/matcher.h"
 #include "core/mr_cache.h"
+#include "core/progress_source.h"
 #include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::core {
 
@@ -122,7 +123,7 @@ struct SendArgs {
   bool tagged = false;
 };
 
-class Endpoint {
+class Endpoint final : public ProgressSource {
  public:
   static constexpr size_t kIovMax = 4;
   static constexpr size_t kMinMultiRecvDefault = 8192;
@@ -137,6 +138,8 @@ class Endpoint {
   Endpoint& operator=(const Endpoint&) = delete;
 
   // fi_ep_bind. `flags`: kSend and/or kRecv, plus kSelectiveCompletion.
+  // Reads of `cq` run this endpoint's progress from then on (a CQ the call
+  // replaces in both roles stops); `cq` must outlive the endpoint.
   static constexpr uint64_t kSelectiveCompletion = 1ull << 59;
   Status BindCq(CompletionQueue* cq, uint64_t flags);
   Status BindAv(AddressVector* av);
@@ -178,8 +181,9 @@ class Endpoint {
   Status SetBufferedMin(size_t bytes);
   size_t buffered_min() const { return buffered_min_; }
 
-  // Polls the transport and runs the protocol. Called by CQ reads.
-  void Progress();
+  // Polls the transport and runs the protocol. Run by reads of the queues it
+  // is bound to (it registers with them as it binds: BindCq, BindEq, Enable).
+  void Progress() override;
   // Arms the endpoint's transport CQs (EndpointAttr::channel) so that the
   // next completion on either raises an event on the channel. A waiter arms,
   // runs Progress once more (completions that came before the arm raise

@@ -21,7 +21,7 @@ Status Endpoint::BindEq(EventQueue* eq) {
     return InvalidArgument("an event queue is bound already");
   }
   eq_ = eq;
-  eq_->Add(this);
+  eq_->progress_sources().Add(this);
   return Status::Ok();
 }
 

@@ -82,10 +82,7 @@ Status RxContext::SetBufferedLimit(size_t bytes) {
   return Status::Ok();
 }
 
-void RxContext::ProgressAll() {
-  // Index loop: progress never adds or removes endpoints.
-  for (size_t i = 0; i < endpoints_.size(); ++i) endpoints_[i]->Progress();
-}
+void RxContext::ProgressAll() { endpoints_.Run(); }
 
 // ------------------------------------------------------------------- receive
 

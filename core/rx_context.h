@@ -18,9 +18,10 @@
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
 #include "core/matcher.h"
+#include "core/progress_source.h"
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::core {
 
@@ -154,7 +155,8 @@ class RxContext {
   CompletionQueue* cq_ = nullptr;
   bool selective_ = false;
   AddressVector* av_ = nullptr;
-  std::vector<Endpoint*> endpoints_;  // Enabled ones, in bind order.
+  // Enabled endpoints, in the order they were enabled: reads progress them.
+  ProgressSources<Endpoint> endpoints_;
   bool shared_ = false;
   std::vector<RxOp> ops_;
   std::vector<uint32_t> free_;

@@ -45,10 +45,6 @@ void SyncWaitFds(Fabric* f) {
 
 namespace {
 
-void ProgressCq(Cq* cq) {
-  for (Ep* ep : cq->eps) ep->ep->Progress();
-}
-
 void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
   switch (format) {
     case SF_CQ_FORMAT_CONTEXT:
@@ -236,7 +232,6 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
   c->domain = d;
   c->format = format;
   c->cq = std::make_unique<core::CompletionQueue>(size);
-  c->cq->set_progress([c] { ProgressCq(c); });
   *out = c;
   return 0;
 }
