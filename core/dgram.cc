@@ -103,12 +103,10 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
     std::optional<uint64_t> from;
     if (av_ != nullptr) from = av_->FindByLidQpn(wc.slid, wc.src_qp);
     const uint64_t source = from ? *from : (uint64_t{1} << 62);
-    TagMatcher& m = rx_->matchers_[0];
-    if (auto r = m.FindReceive(0, source)) {
-      const uint32_t rx = rx_->of_handle_[0][r->index];
-      m.RemoveReceive(*r);
-      RxOp& op = rx_->ops_[rx];
-      op.handle = ReceiveHandle{};
+    if (const uint32_t rx = rx_->FindReceive(false, 0, source);
+        rx != internal::kNil) {
+      rx_->Take(rx);  // Never a multi-recv buffer (CheckRecv).
+      const RxOp& op = rx_->op(rx);
       // The buffer gets the GRH prefix and then the data (FI_MSG_PREFIX).
       const size_t n = ScatterInto(op.iov, op.iov_count, 0, buf, wc.byte_len);
       CqEntry e;
@@ -117,7 +115,8 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
       e.buf = op.iov_count ? op.iov[0].iov_base : nullptr;
       e.len = n;
       e.src_addr = from ? *from : ~uint64_t{0};
-      CompleteRx(rx, e, n < wc.byte_len ? kErrTruncated : 0, wc.byte_len - n);
+      rx_->CompleteRx(rx, e, n < wc.byte_len ? kErrTruncated : 0,
+                      wc.byte_len - n);
     } else {
       ++stats_.dgram_dropped;  // Unreliable: no receive, no datagram.
     }

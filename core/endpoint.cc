@@ -198,33 +198,15 @@ Endpoint::~Endpoint() {
     eq_->progress_sources().Remove(this);
     eq_->Purge(user_handle_);  // Events naming us would dangle.
   }
-  rx_->endpoints_.Remove(this);
+  rx_->Detach(this);
   if (rx_ != own_rx_.get()) {
-    // A shared context outlives us: take back what refers to this endpoint.
-    for (uint32_t i = 0; i < rx_->unexpected_.size(); ++i) {
-      Unexpected& un = rx_->unexpected_[i];
-      if (!un.used || un.ep != this) continue;
-      if (un.recv_context != internal::kNil) {
-        // Reported to the application, which still holds its buffer and
-        // context: kept until claimed or discarded, with no endpoint behind
-        // it (its sender is gone with us).
-        un.ep = nullptr;
-        continue;
-      }
-      rx_->matchers_[(un.header.flags & wire::kTagged) != 0].RemoveUnexpected(
-          un.handle);
-      un.credit_held = true;  // Its count goes with the peer.
-      ReleaseUnexpected(i);
-    }
+    // A shared context outlives us: take back what refers to this endpoint
+    // (the messages that arrived here, the READs into its receives).
+    rx_->DropArrivalsOf(this);
     for (uint32_t ri = 0; ri < reads_.size(); ++ri) {
       if (reads_[ri].used) OnReadDone(ri, false);
     }
-    if (rx_->endpoints_.empty()) {
-      // The last user left: the context forgets its AV, and its CQ too when
-      // nothing posted or held still needs it (those keep the CQ open).
-      rx_->av_ = nullptr;
-      if (rx_->Idle()) rx_->cq_ = nullptr;
-    }
+    rx_->ReleaseIfUnused();
   }
   // QPs first (they reference the SRQ and CQs), then the rest. Failures are
   // ignored: the device releases everything with the fabric anyway.
@@ -296,27 +278,10 @@ Status Endpoint::Enable() {
   if (attr_.type == EndpointType::kRdm && av_ == nullptr) {
     return InvalidArgument("an RDM endpoint needs a bound address vector");
   }
-  if (rx_->shared_) {
-    if (rx_->cq_ != nullptr &&
-        (rx_->cq_ != rx_cq_ || rx_->selective_ != rx_selective_)) {
-      return InvalidArgument(
-          "endpoints sharing a receive context must bind the same receive CQ "
-          "(with the same selective-completion setting)");
-    }
-    if (rx_->av_ != nullptr && av_ != nullptr && rx_->av_ != av_) {
-      return InvalidArgument(
-          "endpoints sharing a receive context must bind the same AV");
-    }
-    if (rx_->attr_.buffered_limit > attr_.eager_max) {
-      return InvalidArgument(
-          "the shared context's FI_OPT_BUFFERED_LIMIT exceeds this endpoint's "
-          "eager size");
-    }
+  if (Status s = rx_->Attach(this, rx_cq_, rx_selective_, av_, attr_.eager_max);
+      !s.ok()) {
+    return s;
   }
-  rx_->cq_ = rx_cq_;
-  rx_->selective_ = rx_selective_;
-  if (rx_->av_ == nullptr) rx_->av_ = av_;
-  rx_->endpoints_.Add(this);
   enabled_ = true;
   return Status::Ok();
 }
@@ -327,13 +292,13 @@ Status Endpoint::SetMinMultiRecv(size_t bytes) {
 
 Status Endpoint::BindRx(RxContext* rx) {
   if (enabled_) return InvalidArgument("endpoint already enabled");
-  if (rx == nullptr || !rx->shared_) {
+  if (rx == nullptr || !rx->shared()) {
     return InvalidArgument("not a shared receive context");
   }
   if (attr_.type == EndpointType::kDgram) {
     return NotSupported("DGRAM endpoints cannot share a receive context");
   }
-  if (rx->attr_.buffered != rx_->attr_.buffered) {
+  if (rx->attr().buffered != rx_->attr().buffered) {
     return InvalidArgument(
         "the endpoint and the shared context disagree on FI_BUFFERED_RECV");
   }
@@ -411,6 +376,12 @@ StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
   return peer;
 }
 
+std::optional<uint32_t> Endpoint::PeerNamed(const wire::Name& name) const {
+  auto it = peer_by_name_.find(name);
+  if (it == peer_by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
 uint64_t Endpoint::SourceOf(uint32_t peer) const {
   const Peer& p = peers_[peer];
   if (av_ == nullptr) return UnknownSource(peer);
@@ -422,29 +393,6 @@ uint64_t Endpoint::SourceOf(uint32_t peer) const {
     p.source_generation = av_->generation();
   }
   return p.source;
-}
-
-// A message is keyed by its source as the AV knew it when it arrived. One
-// that came from a peer not yet inserted carries the peer's placeholder; once
-// the peer is inserted, a receive directed to its address takes those too,
-// and before any keyed by the address (they arrived earlier). fi_msg(3):
-// src_addr is the "source address to receive from" for endpoints with
-// FI_DIRECTED_RECV; fabtests' functional/unexpected_msg checks that a message
-// received before fi_av_insert matches a directed receive posted after it.
-std::optional<MessageHandle> Endpoint::FindUnexpectedFor(
-    TagMatcher& m, uint64_t tag, uint64_t ignore, uint64_t source) const {
-  if (source != kAnySource && rx_->av_ != nullptr) {
-    if (auto name = rx_->av_->Lookup(source)) {
-      for (const Endpoint* e : rx_->endpoints_) {
-        auto it = e->peer_by_name_.find(*name);
-        if (it == e->peer_by_name_.end()) continue;
-        auto u = m.FindUnexpected(tag, ignore, UnknownSource(it->second));
-        // Placeholders are per endpoint: take it only if it came to `e`.
-        if (u && rx_->unexpected_[m.message(*u).cookie].ep == e) return u;
-      }
-    }
-  }
-  return m.FindUnexpected(tag, ignore, source);
 }
 
 }  // namespace softfab::core

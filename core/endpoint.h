@@ -30,12 +30,14 @@
 // - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
 // - cm_channel.{h,cc}: the CM's datagram slots, PSN and request-id sequences.
 // - send.cc: every send (checks, tx slots, posting, completion levels), acks.
-// - message_arrival.cc: bounce buffers; acks and messages arriving, matched
-//   against receives or kept as unexpected.
+// - message_arrival.cc: bounce buffers; acks and messages arriving, handed
+//   to the receive context to match or keep; the endpoint's receive checks.
 // - rendezvous.cc: the sender exposes its buffer, the target READs it.
-// - credits.{h,cc}: credit flow control and write-backs.
-// - rx_context.{h,cc}: RxContext; posting, multi-recv, cancel, completions.
-// - peek_claim_discard.cc: FI_PEEK/FI_CLAIM/FI_DISCARD, buffered receives.
+// - credits.{h,cc}: Credits, the credit words and their write-backs.
+// - rx_context.{h,cc}: RxContext, which owns receives, matching, unexpected
+//   messages and receive completions; the endpoint is its RxClient.
+// - peek_claim_discard.cc: RxContext's FI_PEEK/FI_CLAIM/FI_DISCARD and
+//   buffered receives.
 // - dgram.cc: FI_EP_DGRAM over the UD QP.
 // - progress.cc: CQ polling and dispatch, timers, queued work.
 //
@@ -74,10 +76,13 @@ enum class EndpointType : uint8_t { kMsg, kRdm, kDgram };
 
 struct EndpointAttr {
   EndpointType type = EndpointType::kRdm;
-  uint32_t tx_size = 256;     // Sends in flight (including queued ones).
-  uint32_t rx_size = 256;     // Receives posted at once.
-  uint32_t eager_max = 8192;  // Largest message sent eagerly.
-  uint64_t max_msg_size = 1ull << 30;  // Larger ones use rendezvous (READ).
+  uint32_t tx_size = 256;  // Sends in flight (including queued ones).
+  uint32_t rx_size = 256;  // Receives posted at once.
+  // Largest message sent eagerly; larger ones use rendezvous (READ).
+  uint32_t eager_max = 8192;
+  // Largest message a send may carry (ep_attr->max_msg_size); FI_VARIABLE_MSG
+  // lifts it to what one READ reaches (see max_msg_size()).
+  uint64_t max_msg_size = 1ull << 30;
   uint32_t inject_size = 256;
   uint32_t credits = 64;      // SENDs in flight to one peer.
   uint32_t peers_max = 1024;  // Connections one endpoint can hold.
@@ -123,7 +128,7 @@ struct SendArgs {
   bool tagged = false;
 };
 
-class Endpoint final : public ProgressSource {
+class Endpoint final : public RxClient {
  public:
   static constexpr size_t kIovMax = 4;
   static constexpr size_t kMinMultiRecvDefault = 8192;
@@ -162,7 +167,7 @@ class Endpoint final : public ProgressSource {
   }
 
   Status Send(const SendArgs& args);
-  Status Recv(const RecvArgs& args);
+  Status Recv(const RecvArgs& args) override;
   // fi_cancel: the oldest posted receive with `context` completes with
   // ECANCELED. ENOENT when there is none.
   Status Cancel(void* context);
@@ -314,10 +319,9 @@ class Endpoint final : public ProgressSource {
     wire::Header header;
   };
 
-  // An RDMA READ of a rendezvous payload into a receive.
   using RxOp = RxContext::RxOp;
-  using Unexpected = RxContext::Unexpected;
 
+  // An RDMA READ of a rendezvous payload into a receive.
   struct Read {
     bool used = false;
     uint32_t rx = 0;
@@ -342,19 +346,10 @@ class Endpoint final : public ProgressSource {
   // Peers (endpoint.cc).
   StatusOr<uint32_t> PeerFor(uint64_t dest);
   uint32_t FindOrAddPeer(const wire::Name& name);
-  uint64_t SourceOf(uint32_t peer) const;
-  // The source a message from `peer` carries while the AV does not hold it
-  // (bit 62 set: never an AV index).
-  static uint64_t UnknownSource(uint32_t peer) {
-    return (uint64_t{1} << 62) | peer;
-  }
-  // The oldest unexpected message in `m` a receive (tag, ignore, source)
-  // takes, counting those that arrived before their sender was in the AV
-  // (keyed then by the sender's placeholder source) as from the address it
-  // was inserted at since.
-  std::optional<MessageHandle> FindUnexpectedFor(TagMatcher& m, uint64_t tag,
-                                                 uint64_t ignore,
-                                                 uint64_t source) const;
+  // RxClient: a peer's source address (UnknownSource while the AV does not
+  // hold it), and the peer of a name.
+  uint64_t SourceOf(uint32_t peer) const override;
+  std::optional<uint32_t> PeerNamed(const wire::Name& name) const override;
 
   // Sending (send.cc).
   // Enabled, and a usable iov list (what every post checks first).
@@ -377,7 +372,8 @@ class Endpoint final : public ProgressSource {
   void ReleaseMr(transport::MemoryRegion* mr);
   void ReleaseRdvMr(TxOp& op);
   // Sends an ack now, or queues it until the peer has a credit again.
-  void SendAck(uint32_t peer, uint64_t msg_id, wire::Op op = wire::Op::kAck);
+  void SendAck(uint32_t peer, uint64_t msg_id,
+               wire::Op op = wire::Op::kAck) override;
   Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
 
   // Rendezvous (rendezvous.cc).
@@ -387,7 +383,7 @@ class Endpoint final : public ProgressSource {
   // READ the payload into receive `rx_index` (any capacity; truncates), then
   // kReadDone to the sender.
   void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-                 uint64_t cq_flags);
+                 uint64_t cq_flags) override;
   void OnReadDone(uint32_t read_index, bool ok);
   // One READ work request of `read_index` completed with `status` (a
   // transport::WcStatus; 0: success);
@@ -414,37 +410,22 @@ class Endpoint final : public ProgressSource {
   // Posts one more chunk of bounce buffers, if the SRQ has room for it.
   Status AddBounceChunk();
 
-  // The receive side (rx_context.cc).
+  // Receives (message_arrival.cc): the endpoint's checks, then its receive
+  // context (core/rx_context.h) posts and matches.
   Status CheckRecv(const RecvArgs& args) const;
-  // Takes a receive slot for `a` (the caller checked one is free).
-  uint32_t NewRxOp(const RecvArgs& a, bool wants_entry);
-  void Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-               const uint8_t* payload, size_t payload_len);
-  // Fills the common fields of a receive's entry for a message from `peer`.
-  CqEntry RecvEntry(const RxOp& r, uint32_t peer, const wire::Header& h) const;
-  // Multi-recv bookkeeping after `bytes` more were handed out; true when the
-  // buffer was released by it.
-  bool ConsumeMulti(uint32_t rx_index, size_t bytes);
-  // An error entry carries `prov_errno` (core/prov_errno.h; 0: the one
-  // `err` implies).
-  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err, size_t olen,
-                  int prov_errno = 0);
-  // A buffered unexpected message was taken (matched, claimed, discarded).
-  void ReleaseUnexpected(uint32_t index);
+  // RxClient: a kept message from `peer` is gone.
+  void UnexpectedReleased(uint32_t peer, bool credit_held) override;
 
-  // Peek, claim, discard and buffered receives (peek_claim_discard.cc).
-  Status HandlePeekClaimDiscard(const RecvArgs& args);
-  // Buffered mode: reports held message `ui` (which arrived here), with a
-  // RecvContext as op_context; `rx_index` is the tag receive it matched
-  // (kNil: untagged, reported on arrival).
-  void ReportBuffered(uint32_t ui, uint32_t rx_index);
-
-  // Credits (credits.cc).
+  // Credits (core/credits.h).
   uint64_t AvailableCredits(const Peer& peer) const {
     const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
     return credits_.Available(peer.credits, index);
   }
-  void ReturnCredit(uint32_t peer);
+  void ReturnCredit(uint32_t peer) {
+    credits_.Return(peers_[peer].credits, peer);
+  }
+  // Writes back the credits owed to peers that can take a WRITE now
+  // (progress.cc).
   void FlushCreditWrites();
 
   // Connection management (wireup.cc).

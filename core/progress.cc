@@ -1,7 +1,7 @@
 // Progress (rxm_cq.c's progress; manual progress, run by CQ reads): polls the
 // receive CQ while the user's receive CQ has room, then the send CQ, and
-// dispatches each completion; then the timers and the queued work of the
-// peers on the busy list.
+// dispatches each completion; then the timers, the credit write-backs due and
+// the queued work of the peers on the busy list.
 #include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/internal/endpoint_common.h"
@@ -120,6 +120,21 @@ void Endpoint::Progress() {
     }
   }
   busy_.resize(kept);
+}
+
+void Endpoint::FlushCreditWrites() {
+  credits_.FlushWrites(
+      [&](uint32_t peer) -> std::pair<PeerCredits*, tp::QueuePair*> {
+        Peer& p = peers_[peer];
+        if (!CanSend(p) || p.sq_outstanding >= attr_.tx_size + 8) {
+          return {nullptr, nullptr};
+        }
+        return {&p.credits, p.qp};
+      },
+      [&](uint32_t peer) {
+        ++stats_.credit_writes;
+        ++peers_[peer].sq_outstanding;
+      });
 }
 
 void Endpoint::MarkBusy(uint32_t peer) {

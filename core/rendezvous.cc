@@ -60,7 +60,7 @@ Status Endpoint::ExposeForRead(uint32_t index, const SendArgs& a, size_t len) {
 
 void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
                          const wire::Header& h, uint64_t cq_flags) {
-  RxOp& r = rx_->ops_[rx_index];
+  RxOp& r = rx_->op(rx_index);
   const uint32_t ri = TakeSlot(reads_, reads_free_);
   Read& rd = reads_[ri];
   rd = Read{};
@@ -72,7 +72,7 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
   if (r.flags & kMultiRecv) {
     rd.len = std::min<uint64_t>(r.len - r.consumed, h.length);
     rd.buf = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
-    ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
+    rx_->ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
   } else {
     rd.len = std::min<uint64_t>(r.len, h.length);
     rd.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
@@ -99,7 +99,7 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
 
 Status Endpoint::PostRead(uint32_t ri) {
   Read& rd = reads_[ri];
-  RxOp& r = rx_->ops_[rd.rx];
+  const RxOp& r = rx_->op(rd.rx);
   Peer& p = peers_[rd.peer];
   if (p.state != PeerState::kConnected) {
     return Status(EIO, "connection to the sender is gone");
@@ -185,15 +185,16 @@ void Endpoint::OnReadWrDone(uint32_t ri, int status) {
 
 void Endpoint::OnReadDone(uint32_t ri, bool ok) {
   Read& rd = reads_[ri];
-  RxOp& r = rx_->ops_[rd.rx];
+  RxOp& r = rx_->op(rd.rx);
   --r.reads_pending;
-  CqEntry e = RecvEntry(r, rd.peer, rd.header);
+  CqEntry e = rx_->RecvEntry(r, SourceOf(rd.peer), rd.header);
   e.flags |= rd.cq_flags;
   e.buf = rd.buf;
   e.len = rd.len;
   const uint64_t total = rd.header.length;
   const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
-  CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0, ok ? 0 : rd.prov_errno);
+  rx_->CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0,
+                  ok ? 0 : rd.prov_errno);
   for (tp::MemoryRegion*& mr : rd.mrs) {
     if (mr) ReleaseMr(mr);
     mr = nullptr;
