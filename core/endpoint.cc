@@ -1,8 +1,8 @@
 // Endpoint (see endpoint.h for the map of its files): set-up (Create, Init,
 // the UD QP and the registered memory of an RDM or FI_EP_MSG endpoint),
 // teardown, binding CQs, AV and a shared receive context, fi_enable, the
-// options set before it, and the peer table (AV index or name to peer, and a
-// peer's source address).
+// options set before it, and the peer a destination names (the table itself
+// is core/connection_table.h).
 #include "core/endpoint.h"
 
 #include <algorithm>
@@ -99,7 +99,7 @@ Status Endpoint::Init() {
   name_.qkey = kQkey;
   tx_ops_.resize(attr_.tx_size);
   for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
-  peers_.reserve(attr_.peers_max);
+  conns_.Reserve(attr_.peers_max);
   return Status::Ok();
 }
 
@@ -156,7 +156,7 @@ Status Endpoint::InitRdm() {
   if (Status s = cm_.Register(pd_, tp::MtuBytes(port_.active_mtu)); !s.ok()) {
     return s;
   }
-  if (Status s = credits_.Register(pd_, attr_.peers_max, attr_.credits);
+  if (Status s = conns_.credits().Register(pd_, attr_.peers_max, attr_.credits);
       !s.ok()) {
     return s;
   }
@@ -210,7 +210,7 @@ Endpoint::~Endpoint() {
   }
   // QPs first (they reference the SRQ and CQs), then the rest. Failures are
   // ignored: the device releases everything with the fabric anyway.
-  for (Peer& p : peers_) {
+  for (Peer& p : conns_) {
     if (p.qp) (void)p.qp->Destroy();
     if (p.ah) (void)p.ah->Destroy();
   }
@@ -228,7 +228,7 @@ Endpoint::~Endpoint() {
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
   if (tx_mr_) (void)tx_mr_->Destroy();
   cm_.Deregister();
-  credits_.Deregister();
+  conns_.credits().Deregister();
   if (dgram_mr_) (void)dgram_mr_->Destroy();
   for (tp::MemoryRegion* mr : rx_chunk_mrs_) (void)mr->Destroy();
   if (send_cq_) (void)send_cq_->Destroy();
@@ -329,70 +329,16 @@ Status Endpoint::SetBufferedMin(size_t bytes) {
 
 // ------------------------------------------------------------------- peers
 
-uint32_t Endpoint::FindOrAddPeer(const wire::Name& name) {
-  if (auto it = peer_by_name_.find(name); it != peer_by_name_.end()) {
-    return it->second;
-  }
-  const uint32_t index = static_cast<uint32_t>(peers_.size());
-  peers_.emplace_back();
-  peers_.back().name = name;
-  peer_by_name_.emplace(name, index);
-  return index;
-}
-
 StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
   if (attr_.type == EndpointType::kMsg) {
     // One connection; the destination address is ignored (fi_msg(3)).
-    if (listener_ || peers_.empty()) {
+    if (listener_ || conns_.empty()) {
       return Status(ENOTCONN, "FI_EP_MSG endpoint is not connected");
     }
     return 0u;
   }
   if (av_ == nullptr) return InvalidArgument("no address vector bound");
-  // AV index -> peer, cached while the AV is unchanged.
-  if (peer_of_dest_generation_ != av_->generation()) {
-    peer_of_dest_.clear();
-    peer_of_dest_generation_ = av_->generation();
-  }
-  if (dest < peer_of_dest_.size() && peer_of_dest_[dest] != internal::kNil) {
-    return peer_of_dest_[dest];
-  }
-  auto name = av_->Lookup(dest);
-  if (!name) return InvalidArgument("destination is not in the address vector");
-  uint32_t peer;
-  if (auto it = peer_by_name_.find(*name); it != peer_by_name_.end()) {
-    peer = it->second;
-  } else if (peers_.size() >= attr_.peers_max) {
-    return NoMemory("endpoint holds peers_max connections already");
-  } else {
-    peer = FindOrAddPeer(*name);
-  }
-  if (dest < (uint64_t{1} << 20)) {  // AV indices are small; bound the cache.
-    if (peer_of_dest_.size() <= dest) {
-      peer_of_dest_.resize(dest + 1, internal::kNil);
-    }
-    peer_of_dest_[dest] = peer;
-  }
-  return peer;
-}
-
-std::optional<uint32_t> Endpoint::PeerNamed(const wire::Name& name) const {
-  auto it = peer_by_name_.find(name);
-  if (it == peer_by_name_.end()) return std::nullopt;
-  return it->second;
-}
-
-uint64_t Endpoint::SourceOf(uint32_t peer) const {
-  const Peer& p = peers_[peer];
-  if (av_ == nullptr) return UnknownSource(peer);
-  if (p.source_generation != av_->generation()) {
-    // Not in our AV: a placeholder source no directed receive names (until
-    // the peer is inserted: FindUnexpectedFor).
-    auto index = av_->Find(p.name);
-    p.source = index ? *index : UnknownSource(peer);
-    p.source_generation = av_->generation();
-  }
-  return p.source;
+  return conns_.ForDest(*av_, dest, attr_.peers_max);
 }
 
 }  // namespace softfab::core

@@ -24,7 +24,10 @@
 //
 // Where each part lives (laid out like libfabric's rxm provider and UCX's ucp):
 // - endpoint.cc: set-up (Create, Init, the UD QP), teardown, binds, options,
-//   the peer table.
+//   the peer a destination address names.
+// - connection_table.{h,cc}: ConnectionTable, the peers (state of each
+//   connection, lookup by name, QP number and AV index, the busy list) and
+//   their credits.
 // - wireup.cc: the RDM connection manager (requests, replies, retries); RC QP
 //   set-up and peer failure for both endpoint types.
 // - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
@@ -59,6 +62,7 @@
 #include "core/address_vector.h"
 #include "core/cm_channel.h"
 #include "core/completion_queue.h"
+#include "core/connection_table.h"
 #include "core/credits.h"
 #include "core/event_queue.h"
 #include "core/flags.h"
@@ -251,52 +255,8 @@ class Endpoint final : public RxClient {
   StatusOr<transport::QueuePair*> NewUdQp(uint32_t send_depth,
                                           uint32_t recv_depth);
 
-  enum class PeerState : uint8_t { kIdle, kConnecting, kConnected, kFailed };
-  struct Peer {
-    wire::Name name;
-    // SourceOf's answer, valid while the AV's generation is unchanged.
-    mutable uint64_t source = 0;
-    mutable uint64_t source_generation = ~uint64_t{0};
-    PeerState state = PeerState::kIdle;
-    // The far QP can receive. The side that accepts a connection learns it
-    // from the first message the peer sends on it (the IB CM's ready-to-use);
-    // sending earlier would hit a QP still in INIT and wait an ack timeout.
-    bool ready = false;
-    transport::QueuePair* qp = nullptr;
-    transport::AddressHandle* ah = nullptr;  // For CM datagrams to it.
-    uint32_t psn = 0;
-    uint64_t request_id = 0;   // Our outstanding CM request.
-    uint64_t answered_id = 0;  // Their request we replied to.
-    uint32_t remote_qpn = 0;
-    // Connecting: the next CM retry. Accepted and not yet ready: when the
-    // peer counts as gone if it has not spoken (sends waiting).
-    uint64_t retry_at_ns = 0;
-    bool deadline_armed = false;  // That deadline has a wakeup scheduled.
-    uint32_t retries = 0;
-    PeerCredits credits;
-    uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
-    // A listener's entry: the request it reported (to see it decided) and
-    // when the connector was last heard from.
-    std::shared_ptr<const ConnRequest> request;
-    uint64_t last_heard_ns = 0;
-    uint32_t sq_outstanding = 0;
-    std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
-    uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
-    int failed_err = 0;            // Why the peer failed (kFailed),
-    int failed_prov_errno = 0;     // and its cause (core/prov_errno.h).
-    // Acks and read-dones waiting for a credit: (op, msg id).
-    std::deque<std::pair<wire::Op, uint64_t>> acks;
-    std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.
-    // Unexpected messages from this peer whose credit went back at once. Past
-    // `credits` of them a buffered message keeps its credit until a receive
-    // takes it: the sender is throttled and memory stays bounded.
-    uint32_t unexpected_buffered = 0;
-    // Those whose credit is withheld. An honest peer cannot have more than
-    // `credits` of them (it has no credit left to send one more); a message
-    // past that comes from a peer that ignores credits and is dropped.
-    uint32_t unexpected_withheld = 0;
-    bool listed = false;  // On busy_.
-  };
+  using Peer = ConnectionTable::Peer;
+  using PeerState = ConnectionTable::PeerState;
 
   struct TxOp {
     bool used = false;
@@ -339,17 +299,16 @@ class Endpoint final : public RxClient {
     int prov_errno = 0;   // and why (the first failure's cause).
   };
 
-  static bool CanSend(const Peer& p) {
-    return p.state == PeerState::kConnected && p.ready;
-  }
-
-  // Peers (endpoint.cc).
+  // Peers (endpoint.cc; the table is core/connection_table.h).
   StatusOr<uint32_t> PeerFor(uint64_t dest);
-  uint32_t FindOrAddPeer(const wire::Name& name);
   // RxClient: a peer's source address (UnknownSource while the AV does not
   // hold it), and the peer of a name.
-  uint64_t SourceOf(uint32_t peer) const override;
-  std::optional<uint32_t> PeerNamed(const wire::Name& name) const override;
+  uint64_t SourceOf(uint32_t peer) const override {
+    return conns_.SourceOf(av_, peer);
+  }
+  std::optional<uint32_t> PeerNamed(const wire::Name& name) const override {
+    return conns_.Find(name);
+  }
 
   // Sending (send.cc).
   // Enabled, and a usable iov list (what every post checks first).
@@ -416,14 +375,6 @@ class Endpoint final : public RxClient {
   // RxClient: a kept message from `peer` is gone.
   void UnexpectedReleased(uint32_t peer, bool credit_held) override;
 
-  // Credits (core/credits.h).
-  uint64_t AvailableCredits(const Peer& peer) const {
-    const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
-    return credits_.Available(peer.credits, index);
-  }
-  void ReturnCredit(uint32_t peer) {
-    credits_.Return(peers_[peer].credits, peer);
-  }
   // Writes back the credits owed to peers that can take a WRITE now
   // (progress.cc).
   void FlushCreditWrites();
@@ -468,9 +419,6 @@ class Endpoint final : public RxClient {
   Status SendDgram(const SendArgs& args, size_t len);
   void OnDgram(const transport::WorkCompletion& wc);
 
-  // Progress (progress.cc).
-  void MarkBusy(uint32_t peer);
-
   transport::Device* device_;
   transport::ProtectionDomain* pd_;
   EndpointAttr attr_;
@@ -506,10 +454,11 @@ class Endpoint final : public RxClient {
   // (DGRAM).
   transport::QueuePair* cm_qp_ = nullptr;
   CmChannel cm_;
-  Credits credits_;
+  // Peers, their connections and credits.
+  ConnectionTable conns_;
 
   // Registered memory: tx bounce slots and rx bounce buffers (the CM's and the
-  // credits' are in cm_ and credits_).
+  // credits' are in cm_ and conns_).
   std::vector<uint8_t> tx_bounce_;
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
@@ -537,14 +486,6 @@ class Endpoint final : public RxClient {
   std::vector<Read> reads_;
   std::vector<uint32_t> reads_free_;
 
-  std::vector<Peer> peers_;
-  std::map<wire::Name, uint32_t> peer_by_name_;
-  std::map<uint32_t, uint32_t> peer_by_qpn_;
-  std::vector<uint32_t> peer_of_dest_;  // AV index -> peer (kNil: unknown).
-  uint64_t peer_of_dest_generation_ = ~uint64_t{0};
-  // Peers with queued work (sends, acks, READs) or connecting: what progress
-  // looks at beyond the CQs.
-  std::vector<uint32_t> busy_;
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival
   // order (at most the bounce buffers there are: theirs are not reposted).

@@ -71,10 +71,10 @@ Status Endpoint::Cancel(void* context) { return rx_->CancelPosted(context); }
 void Endpoint::UnexpectedReleased(uint32_t peer, bool credit_held) {
   --stats_.unexpected_held;
   if (credit_held) {
-    --peers_[peer].unexpected_withheld;
-    ReturnCredit(peer);
+    --conns_[peer].unexpected_withheld;
+    conns_.ReturnCredit(peer);
   } else {
-    --peers_[peer].unexpected_buffered;
+    --conns_[peer].unexpected_buffered;
   }
 }
 
@@ -110,15 +110,15 @@ Status Endpoint::RepostBounce(uint32_t index) {
 void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   bool return_credit = true;
   const uint32_t index = static_cast<uint32_t>(IndexOf(wc.wr_id));
-  auto it = peer_by_qpn_.find(wc.qp_num);
-  if (wc.status != tp::WcStatus::kSuccess || it == peer_by_qpn_.end()) {
+  const std::optional<uint32_t> from = conns_.ByQpn(wc.qp_num);
+  if (wc.status != tp::WcStatus::kSuccess || !from) {
     // A flushed buffer (QP or SRQ torn down) or a stray: put it back.
     if (wc.status == tp::WcStatus::kSuccess) ++stats_.bad_headers;
     if (wc.status != tp::WcStatus::kWrFlushErr) (void)RepostBounce(index);
     return;
   }
-  const uint32_t peer = it->second;
-  peers_[peer].ready = true;  // It sent on the connection: it can receive.
+  const uint32_t peer = *from;
+  conns_[peer].ready = true;  // It sent on the connection: it can receive.
   const uint8_t* buf = BounceAt(index);
   wire::Header h;
   const size_t payload_len = wc.byte_len - wire::kHeaderBytes;
@@ -143,7 +143,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     return_credit = OnMessage(peer, h, buf + wire::kHeaderBytes, payload_len);
   }
   (void)RepostBounce(index);
-  if (return_credit) ReturnCredit(peer);
+  if (return_credit) conns_.ReturnCredit(peer);
 }
 
 bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
@@ -151,9 +151,9 @@ bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
       wc.status != tp::WcStatus::kSuccess) {
     return false;
   }
-  auto it = peer_by_qpn_.find(wc.qp_num);
+  const std::optional<uint32_t> from = conns_.ByQpn(wc.qp_num);
   wire::Header h;
-  if (it == peer_by_qpn_.end() ||
+  if (!from ||
       !wire::Decode(BounceAt(static_cast<uint32_t>(IndexOf(wc.wr_id))),
                     wc.byte_len, &h) ||
       (h.op != wire::Op::kEager && h.op != wire::Op::kRendezvous)) {
@@ -161,8 +161,8 @@ bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
   }
   if (rx_->attr().buffered) return true;
   // Only a multi-recv buffer writes an entry per message.
-  const uint32_t r = rx_->FindReceive((h.flags & wire::kTagged) != 0, h.tag,
-                                      SourceOf(it->second));
+  const uint32_t r =
+      rx_->FindReceive((h.flags & wire::kTagged) != 0, h.tag, SourceOf(*from));
   return r != internal::kNil && (rx_->op(r).flags & kMultiRecv);
 }
 
@@ -174,7 +174,7 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   const uint64_t source = SourceOf(peer);
   const uint32_t rx = rx_->FindReceive(tagged, h.tag, source);
   const bool r = rx != internal::kNil;
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   const bool credit_held = p.unexpected_buffered >= attr_.credits;
   if ((!r || buffered) && credit_held &&
       p.unexpected_withheld >= attr_.credits) {

@@ -83,10 +83,10 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
     return;
   }
   if (Status s = PostRead(ri); s.code() == ENOMEM || s.code() == EAGAIN) {
-    peers_[peer].reads_waiting.push_back(ri);
-    MarkBusy(peer);
+    conns_[peer].reads_waiting.push_back(ri);
+    conns_.MarkBusy(peer);
   } else if (!s.ok()) {
-    const Peer& p = peers_[peer];
+    const Peer& p = conns_[peer];
     if (p.state == PeerState::kConnected) {
       rd.prov_errno = kProvPostRefused;
     } else {
@@ -100,7 +100,7 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
 Status Endpoint::PostRead(uint32_t ri) {
   Read& rd = reads_[ri];
   const RxOp& r = rx_->op(rd.rx);
-  Peer& p = peers_[rd.peer];
+  Peer& p = conns_[rd.peer];
   if (p.state != PeerState::kConnected) {
     return Status(EIO, "connection to the sender is gone");
   }

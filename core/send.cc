@@ -64,12 +64,12 @@ Status Endpoint::Send(const SendArgs& a) {
   auto peer_or = PeerFor(a.dest);
   if (!peer_or.ok()) return peer_or.status();
   const uint32_t peer = *peer_or;
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (p.state == PeerState::kFailed) {
     return Status(EHOSTUNREACH, "connection to that peer failed");
   }
   const bool connected = CanSend(p);
-  if (connected && (!p.waiting.empty() || AvailableCredits(p) == 0 ||
+  if (connected && (!p.waiting.empty() || conns_.AvailableCredits(p) == 0 ||
                     p.sq_outstanding >= attr_.tx_size)) {
     ++stats_.eagain;
     return TryAgain("no credit at that peer: read the CQ, then retry");
@@ -121,7 +121,7 @@ Status Endpoint::Send(const SendArgs& a) {
     }
   } else {
     p.waiting.push_back(index);
-    MarkBusy(peer);
+    conns_.MarkBusy(peer);
     if (p.state == PeerState::kIdle) {
       if (Status s = StartConnect(peer); !s.ok()) {
         p.waiting.pop_back();
@@ -178,7 +178,7 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
 
 Status Endpoint::PostTx(uint32_t index) {
   TxOp& op = tx_ops_[index];
-  Peer& p = peers_[op.peer];
+  Peer& p = conns_[op.peer];
   if (op.rendezvous) {
     // The first FI_OPT_BUFFERED_MIN bytes (ours or the receiver's, whichever
     // is larger; known once connected) travel with the request, for a
@@ -242,17 +242,17 @@ void Endpoint::MaybeFinishTx(uint32_t index) {
   if (needs_ack && !op.acked) {
     // An answer from a failed peer will not come.
     if (op.peer == internal::kNil ||
-        peers_[op.peer].state != PeerState::kFailed) {
+        conns_[op.peer].state != PeerState::kFailed) {
       return;
     }
-    CompleteTx(index, peers_[op.peer].failed_err,
-               peers_[op.peer].failed_prov_errno);
-    --peers_[op.peer].in_flight;
+    CompleteTx(index, conns_[op.peer].failed_err,
+               conns_[op.peer].failed_prov_errno);
+    --conns_[op.peer].in_flight;
     FreeTx(index);
     return;
   }
   CompleteTx(index, 0);
-  if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
+  if (op.peer != internal::kNil) --conns_[op.peer].in_flight;
   FreeTx(index);
 }
 
@@ -267,18 +267,18 @@ void Endpoint::FreeTx(uint32_t index) {
 }
 
 void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
     p.acks.emplace_back(op, msg_id);
-    MarkBusy(peer);
+    conns_.MarkBusy(peer);
   }
 }
 
 Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   // Acks use a ring of header-only slots after the tx slots and need a credit
   // at the peer like any SEND.
-  if (!CanSend(p) || AvailableCredits(p) == 0 ||
+  if (!CanSend(p) || conns_.AvailableCredits(p) == 0 ||
       p.sq_outstanding >= attr_.tx_size + 8) {
     return TryAgain("no credit for an ack");
   }

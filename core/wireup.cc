@@ -84,14 +84,14 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
 }
 
 Status Endpoint::StartConnect(uint32_t peer) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   auto qp = NewRcQp();
   if (!qp.ok()) return qp.status();
   p.qp = *qp;
   p.psn = cm_.NextPsn();
   p.request_id = cm_.NextRequestId();
   p.state = PeerState::kConnecting;
-  MarkBusy(peer);
+  conns_.MarkBusy(peer);
   p.retries = 0;
   if (attr_.type == EndpointType::kRdm && p.name == name_) {
     return ConnectToSelf(peer);
@@ -113,14 +113,14 @@ Status Endpoint::StartConnect(uint32_t peer) {
 // (IB allows a QP as its own destination; rxe loops it back) and grants
 // its own credits, as a peer's request and reply would.
 Status Endpoint::ConnectToSelf(uint32_t peer) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) {
     FailPeer(peer, EIO, kProvConnectFailed);
     return s;
   }
   wire::CmMessage m;
-  m.credit_addr = credits_.word_address(peer);
-  m.credit_rkey = credits_.word_rkey();
+  m.credit_addr = conns_.credits().word_address(peer);
+  m.credit_rkey = conns_.credits().word_rkey();
   m.credits = attr_.credits;
   p.answered_id = p.request_id;
   Credits::Grant(p.credits, m);
@@ -130,7 +130,7 @@ Status Endpoint::ConnectToSelf(uint32_t peer) {
 }
 
 Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (p.ah == nullptr) {
     auto made = pd_->CreateAh(AhAttrFor(p.name));
     if (!made.ok()) return made.status();
@@ -141,8 +141,8 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.from = name_;
   m.rc_qpn = p.qp ? p.qp->qp_num() : 0;
   m.psn = p.psn;
-  m.credit_addr = credits_.word_address(peer);
-  m.credit_rkey = credits_.word_rkey();
+  m.credit_addr = conns_.credits().word_address(peer);
+  m.credit_rkey = conns_.credits().word_rkey();
   m.credits = attr_.credits;
   m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
@@ -172,12 +172,11 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   if (m.type != wire::CmType::kRequest && m.type != wire::CmType::kReply) {
     return;  // FI_EP_MSG traffic that reached an RDM endpoint.
   }
-  if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
-      peers_.size() >= attr_.peers_max) {
+  if (!conns_.Find(m.from) && conns_.size() >= attr_.peers_max) {
     return;  // No room: the peer's retries fail and it reports the error.
   }
-  const uint32_t peer = FindOrAddPeer(m.from);
-  Peer& p = peers_[peer];
+  const uint32_t peer = conns_.FindOrAdd(m.from);
+  Peer& p = conns_[peer];
   auto accept = [&]() {
     if (p.qp == nullptr) {
       auto qp = NewRcQp();
@@ -245,15 +244,15 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
     FailPeer(peer, ENOMEM, kProvNoMemory);
     return;
   }
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   p.state = PeerState::kConnected;
   p.ready = ready;
-  peer_by_qpn_[p.qp->qp_num()] = peer;
+  conns_.SetQpn(p.qp->qp_num(), peer);
 }
 
 void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
                         const wire::CmMessage* cm) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   const PeerState was = p.state;
   p.state = PeerState::kFailed;
   if (attr_.type == EndpointType::kMsg && !listener_ && !shutdown_ &&
@@ -303,9 +302,10 @@ void Endpoint::ArmCmTimer(Peer& p, uint64_t now) {
 }
 
 void Endpoint::RetryConnects(uint64_t now) {
-  for (size_t k = 0; k < busy_.size(); ++k) {
-    const uint32_t i = busy_[k];
-    Peer& p = peers_[i];
+  // Index loop over the live list: failing a peer may add to it.
+  for (size_t k = 0; k < conns_.busy().size(); ++k) {
+    const uint32_t i = conns_.busy()[k];
+    Peer& p = conns_[i];
     if (attr_.type == EndpointType::kRdm && p.state == PeerState::kConnected &&
         !p.ready && !p.waiting.empty()) {
       if (now >= p.retry_at_ns) {
