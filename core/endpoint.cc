@@ -55,12 +55,12 @@ Status Endpoint::Init() {
   if (Status s = device_->QueryDevice(&dev); !s.ok()) return s;
   // Inline data for the header and an inject-sized payload, as far as the
   // device allows.
-  inline_max_ = std::min<uint32_t>(dev.max_inline_data,
-                                   wire::kHeaderBytes + attr_.inject_size);
   // A rendezvous READ scatters into the receive's iovecs, one SGE each, as
   // far as the device allows (PostRead splits beyond that).
-  read_sge_max_ = static_cast<uint32_t>(
-      std::clamp<int32_t>(dev.max_sge, 1, static_cast<int32_t>(kIovMax)));
+  tx_.SetLimits(std::min<uint32_t>(dev.max_inline_data,
+                                   wire::kHeaderBytes + attr_.inject_size),
+                static_cast<uint32_t>(std::clamp<int32_t>(
+                    dev.max_sge, 1, static_cast<int32_t>(kIovMax))));
 
   // One peer's credit window must fit the shared receive queue: the bounce
   // buffers are posted a window at a time, so a larger window would post
@@ -69,7 +69,7 @@ Status Endpoint::Init() {
     return InvalidArgument(
         "credits exceed the device's shared receive queue depth (max_srq_wr)");
   }
-  const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
+  const uint32_t send_depth = attr_.tx_size + TransmitEngine::kControlSlots + 8;
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
                                                 CmChannel::kBuffers + 64);
   rx_bounce_max_ =
@@ -97,8 +97,7 @@ Status Endpoint::Init() {
   name_.lid = port_.lid;
   name_.cm_qpn = cm_qp_->qp_num();
   name_.qkey = kQkey;
-  tx_ops_.resize(attr_.tx_size);
-  for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
+  tx_.InitOps(attr_.tx_size);
   conns_.Reserve(attr_.peers_max);
   return Status::Ok();
 }
@@ -144,15 +143,15 @@ Status Endpoint::InitRdm() {
 
   // Bounce buffers: tx slots hold header + payload of one send; rx buffers
   // take one SEND each.
-  tx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
   rx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
-  tx_bounce_.assign(
-      tx_slot_bytes_ * attr_.tx_size + wire::kHeaderBytes * kControlSlots, 0);
   // Registered in this order (the device hands out keys in order): tx
   // slots, the CM's slots, credit words, credit sources.
-  auto tx = pd_->RegMr(tx_bounce_.data(), tx_bounce_.size(), 0);
-  if (!tx.ok()) return tx.status();
-  tx_mr_ = *tx;
+  if (Status s = tx_.RegisterSlots(pd_, attr_.tx_size,
+                                   wire::kHeaderBytes + attr_.eager_max,
+                                   /*control=*/true);
+      !s.ok()) {
+    return s;
+  }
   if (Status s = cm_.Register(pd_, tp::MtuBytes(port_.active_mtu)); !s.ok()) {
     return s;
   }
@@ -203,8 +202,8 @@ Endpoint::~Endpoint() {
     // A shared context outlives us: take back what refers to this endpoint
     // (the messages that arrived here, the READs into its receives).
     rx_->DropArrivalsOf(this);
-    for (uint32_t ri = 0; ri < reads_.size(); ++ri) {
-      if (reads_[ri].used) OnReadDone(ri, false);
+    for (uint32_t ri = 0; ri < tx_.read_count(); ++ri) {
+      if (tx_.read(ri).used) OnReadDone(ri, false);
     }
     rx_->ReleaseIfUnused();
   }
@@ -217,16 +216,16 @@ Endpoint::~Endpoint() {
   if (cm_qp_) (void)cm_qp_->Destroy();
   if (srq_) (void)srq_->Destroy();
   // Registrations of rendezvous operations still in flight.
-  for (TxOp& op : tx_ops_) {
+  for (TxOp& op : tx_.ops()) {
     if (op.rdv_mr) ReleaseRdvMr(op);
   }
-  for (Read& rd : reads_) {
+  for (Read& rd : tx_.reads()) {
     for (tp::MemoryRegion* mr : rd.mrs) {
       if (mr) ReleaseMr(mr);
     }
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
-  if (tx_mr_) (void)tx_mr_->Destroy();
+  tx_.Deregister();
   cm_.Deregister();
   conns_.credits().Deregister();
   if (dgram_mr_) (void)dgram_mr_->Destroy();

@@ -33,6 +33,8 @@
 // - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
 // - cm_channel.{h,cc}: the CM's datagram slots, PSN and request-id sequences.
 // - send.cc: every send (checks, tx slots, posting, completion levels), acks.
+// - transmit_engine.{h,cc}: TransmitEngine, the sends and READs in flight
+//   and the registered bounce slots they use.
 // - message_arrival.cc: bounce buffers; acks and messages arriving, handed
 //   to the receive context to match or keep; the endpoint's receive checks.
 // - rendezvous.cc: the sender exposes its buffer, the target READs it.
@@ -70,6 +72,7 @@
 #include "core/mr_cache.h"
 #include "core/progress_source.h"
 #include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
+#include "core/transmit_engine.h"
 #include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
@@ -134,7 +137,7 @@ struct SendArgs {
 
 class Endpoint final : public RxClient {
  public:
-  static constexpr size_t kIovMax = 4;
+  static constexpr size_t kIovMax = RxContext::kIovMax;
   static constexpr size_t kMinMultiRecvDefault = 8192;
 
   // Creates an endpoint on `pd`'s device. `pd` must outlive it.
@@ -258,46 +261,9 @@ class Endpoint final : public RxClient {
   using Peer = ConnectionTable::Peer;
   using PeerState = ConnectionTable::PeerState;
 
-  struct TxOp {
-    bool used = false;
-    uint32_t peer = 0;
-    void* context = nullptr;
-    uint64_t flags = 0;  // CQ flags (kSend | kMsg/kTagged) and op flags.
-    uint64_t level = 0;  // The completion level it waits for.
-    size_t len = 0;
-    bool wants_entry = false;  // Writes a CQ entry on success.
-    bool reserved = false;     // Holds a CQ reservation (errors always fit).
-    bool sent = false;         // SEND posted.
-    bool acked = false;        // Target ack (delivery/match) seen.
-    bool send_done = false;    // SEND completed at the transport.
-    bool rendezvous = false;   // Waits for the target's kReadDone.
-    bool fenced = false;       // FI_FENCE: posted once in_flight is 0.
-    size_t prefix = 0;         // Rendezvous: payload bytes sent with it.
-    transport::MemoryRegion* rdv_mr = nullptr;  // Registered here: released.
-    bool rdv_mr_cached = false;     // rdv_mr came from AcquireMr (user buffer).
-    std::vector<uint8_t> rdv_copy;  // A vectored large message, gathered.
-    wire::Header header;
-  };
-
+  using TxOp = TransmitEngine::TxOp;
+  using Read = TransmitEngine::Read;
   using RxOp = RxContext::RxOp;
-
-  // An RDMA READ of a rendezvous payload into a receive.
-  struct Read {
-    bool used = false;
-    uint32_t rx = 0;
-    uint32_t peer = 0;
-    wire::Header header;
-    void* buf = nullptr;    // Where it lands (first byte).
-    size_t len = 0;         // Bytes read (<= header.length).
-    uint64_t cq_flags = 0;  // Extra entry flags (kClaim).
-    transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
-    // READ work requests posted and not yet completed: one per
-    // read_sge_max_ pieces of the receive (PostRead splits when the device
-    // takes fewer SGEs than the receive has iovecs).
-    uint32_t wrs_pending = 0;
-    bool failed = false;  // One of them completed in error,
-    int prov_errno = 0;   // and why (the first failure's cause).
-  };
 
   // Peers (endpoint.cc; the table is core/connection_table.h).
   StatusOr<uint32_t> PeerFor(uint64_t dest);
@@ -457,16 +423,16 @@ class Endpoint final : public RxClient {
   // Peers, their connections and credits.
   ConnectionTable conns_;
 
-  // Registered memory: tx bounce slots and rx bounce buffers (the CM's and the
-  // credits' are in cm_ and conns_).
-  std::vector<uint8_t> tx_bounce_;
+  // Sends in flight, their bounce slots, and READs in flight.
+  TransmitEngine tx_;
+
+  // Registered receive memory (the CM's, the credits' and the tx slots' are
+  // in cm_, conns_ and tx_).
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
   std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;
   std::vector<transport::MemoryRegion*> rx_chunk_mrs_;
   uint32_t rx_bounce_max_ = 0;
-  transport::MemoryRegion* tx_mr_ = nullptr;
-  size_t tx_slot_bytes_ = 0;
   size_t rx_slot_bytes_ = 0;
   uint32_t rx_bounce_count_ = 0;
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
@@ -475,16 +441,6 @@ class Endpoint final : public RxClient {
   size_t dgram_slot_bytes_ = 0;
   uint32_t dgram_mtu_ = 0;
   std::map<uint64_t, transport::AddressHandle*> dgram_ah_;
-  uint32_t control_next_ = 0;
-
-  std::vector<TxOp> tx_ops_;
-  uint32_t inline_max_ = 0;  // bytes a send may carry inline (inline_sends)
-  // SGEs per RDMA READ: the device's max_sge, at most kIovMax. A rendezvous
-  // receive with more iovecs than this is read with several READs.
-  uint32_t read_sge_max_ = 1;
-  std::vector<uint32_t> tx_free_;
-  std::vector<Read> reads_;
-  std::vector<uint32_t> reads_free_;
 
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival

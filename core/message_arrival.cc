@@ -131,10 +131,10 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   } else if (h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) {
     // A rendezvous send finishes on kReadDone only (its buffer is read
     // until then); other sends on kAck.
-    if (h.msg_id < tx_ops_.size() && tx_ops_[h.msg_id].used &&
-        tx_ops_[h.msg_id].peer == peer &&
-        tx_ops_[h.msg_id].rendezvous == (h.op == wire::Op::kReadDone)) {
-      tx_ops_[h.msg_id].acked = true;
+    if (h.msg_id < tx_.size() && tx_.op(h.msg_id).used &&
+        tx_.op(h.msg_id).peer == peer &&
+        tx_.op(h.msg_id).rendezvous == (h.op == wire::Op::kReadDone)) {
+      tx_.op(h.msg_id).acked = true;
       MaybeFinishTx(static_cast<uint32_t>(h.msg_id));
     }
   } else {

@@ -68,7 +68,7 @@ void Endpoint::Progress() {
       if (kind == kWrRead) {
         OnReadWrDone(static_cast<uint32_t>(index), cause);
       } else if (kind == kWrTx) {
-        TxOp& op = tx_ops_[index];
+        TxOp& op = tx_.op(index);
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
           CompleteTx(static_cast<uint32_t>(index), EIO, cause);
@@ -106,7 +106,7 @@ void Endpoint::Progress() {
            p.sq_outstanding < attr_.tx_size) {
       const uint32_t index = p.waiting.front();
       // A fenced send goes once everything before it to this peer is done.
-      if (tx_ops_[index].fenced && p.in_flight > 0) break;
+      if (tx_.op(index).fenced && p.in_flight > 0) break;
       if (!PostTx(index).ok()) break;
       p.waiting.pop_front();
     }

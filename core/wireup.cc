@@ -31,11 +31,11 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   init.recv_cq = recv_cq_;
   init.srq = srq_;
   init.qp_type = tp::QpType::kRc;
-  init.cap.max_send_wr = attr_.tx_size + kControlSlots + 8;
+  init.cap.max_send_wr = attr_.tx_size + TransmitEngine::kControlSlots + 8;
   // Sends and injects use one SGE; rendezvous READs one per receive iovec.
-  init.cap.max_send_sge = read_sge_max_;
+  init.cap.max_send_sge = tx_.read_sge_max();
   init.cap.max_inline_data =
-      attr_.inline_sends ? inline_max_ : wire::kHeaderBytes;
+      attr_.inline_sends ? tx_.inline_max() : wire::kHeaderBytes;
   auto qp = pd_->CreateQp(init);
   if (!qp.ok()) return qp.status();
   tp::QpAttr a;
@@ -287,8 +287,8 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
   // end of a rendezvous READ, a delivery or match acknowledgement) will get
   // none: they fail now, once each. Sends still on the QP complete as its
   // work completions come back (flushed, with the QP in error).
-  for (uint32_t index = 0; index < tx_ops_.size(); ++index) {
-    TxOp& op = tx_ops_[index];
+  for (uint32_t index = 0; index < tx_.size(); ++index) {
+    TxOp& op = tx_.op(index);
     if (!op.used || op.peer != peer || !op.send_done) continue;
     CompleteTx(index, err, prov_errno);
     --p.in_flight;
