@@ -135,6 +135,15 @@ struct SendArgs {
   bool tagged = false;
 };
 
+// The API-facing endpoint (fi_endpoint, fi_passive_ep). It owns its
+// transport objects (the UD QP, its two transport CQs, the SRQ and the RC QPs
+// through its peers), the CM channel, the receive bounce buffers, the DGRAM
+// state, and three parts with headers of their own: the ConnectionTable
+// (peers, connections, credits), the TransmitEngine (sends and READs in
+// flight, tx bounce slots) and, unless it shares one, its RxContext
+// (receives and matching). It runs the protocol between them, as the
+// RxClient of its receive context and the ProgressSource of the queues it is
+// bound to.
 class Endpoint final : public RxClient {
  public:
   static constexpr size_t kIovMax = RxContext::kIovMax;
