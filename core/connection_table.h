@@ -2,8 +2,10 @@
 // UCX's ucp_ep per remote worker): one Peer per endpoint it talks to, found
 // by name, by the QP number of its RC connection and by AV index; the state
 // of each connection (wireup, FI_EP_MSG connection state, what waits on it);
-// the busy list progress looks at beyond the CQs; and the credit words of
-// every connection (core/credits.h). The wireup protocol that fills it is the
+// the busy list progress looks at beyond the CQs; the connection manager's
+// datagram channel (core/cm_channel.h) and an FI_EP_MSG endpoint's connection
+// life (MsgConnection); and the credit words of every connection
+// (core/credits.h). The wireup protocol that fills it is the
 // endpoint's (wireup.cc, msg_connection.cc). Entries are never removed (an
 // FI_EP_MSG listener reuses them), so a peer's index stays valid. Not
 // thread-safe (the endpoint's owner serialises).
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "core/address_vector.h"
+#include "core/cm_channel.h"
 #include "core/credits.h"
 #include "core/event_queue.h"
 #include "core/wire.h"
@@ -141,6 +144,23 @@ class ConnectionTable {
     busy_.resize(kept);
   }
 
+  // ---- Wireup ----
+  // The CM's datagram slots and sequences (wireup.cc, msg_connection.cc).
+  CmChannel& cm() { return cm_; }
+  // FI_EP_MSG: the one connection's life beyond its Peer entry
+  // (msg_connection.cc).
+  struct MsgConnection {
+    bool accepted = false;                // This side accepted (waits for RTU).
+    bool connected_reported = false;      // kEqConnected written.
+    bool shutdown = false;                // fi_shutdown called.
+    bool peer_shutdown_reported = false;  // The peer's crossing kDisconnect.
+    bool disconnect_pending = false;      // Our kDisconnect not yet answered.
+    uint8_t cm_data[wire::kCmDataMax] = {};  // Private data we send.
+    uint8_t cm_data_len = 0;
+  };
+  MsgConnection& msg() { return msg_; }
+  const MsgConnection& msg() const { return msg_; }
+
   // ---- Credits ----
   Credits& credits() { return credits_; }
   const Credits& credits() const { return credits_; }
@@ -160,6 +180,8 @@ class ConnectionTable {
   std::vector<uint32_t> of_dest_;  // AV index -> peer (kNil: unknown).
   uint64_t of_dest_generation_ = ~uint64_t{0};
   std::vector<uint32_t> busy_;
+  CmChannel cm_;
+  MsgConnection msg_;
   Credits credits_;
 };
 

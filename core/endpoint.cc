@@ -152,7 +152,8 @@ Status Endpoint::InitRdm() {
       !s.ok()) {
     return s;
   }
-  if (Status s = cm_.Register(pd_, tp::MtuBytes(port_.active_mtu)); !s.ok()) {
+  if (Status s = conns_.cm().Register(pd_, tp::MtuBytes(port_.active_mtu));
+      !s.ok()) {
     return s;
   }
   if (Status s = conns_.credits().Register(pd_, attr_.peers_max, attr_.credits);
@@ -164,7 +165,7 @@ Status Endpoint::InitRdm() {
   auto qp = NewUdQp(CmChannel::kBuffers, CmChannel::kBuffers);
   if (!qp.ok()) return qp.status();
   cm_qp_ = *qp;
-  return cm_.Start(cm_qp_);
+  return conns_.cm().Start(cm_qp_);
 }
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
@@ -226,7 +227,7 @@ Endpoint::~Endpoint() {
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
   tx_.Deregister();
-  cm_.Deregister();
+  conns_.cm().Deregister();
   conns_.credits().Deregister();
   if (dgram_mr_) (void)dgram_mr_->Destroy();
   for (tp::MemoryRegion* mr : rx_chunk_mrs_) (void)mr->Destroy();

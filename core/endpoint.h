@@ -26,8 +26,8 @@
 // - endpoint.cc: set-up (Create, Init, the UD QP), teardown, binds, options,
 //   the peer a destination address names.
 // - connection_table.{h,cc}: ConnectionTable, the peers (state of each
-//   connection, lookup by name, QP number and AV index, the busy list) and
-//   their credits.
+//   connection, lookup by name, QP number and AV index, the busy list), the
+//   CM channel, an FI_EP_MSG connection's life, and the credits.
 // - wireup.cc: the RDM connection manager (requests, replies, retries); RC QP
 //   set-up and peer failure for both endpoint types.
 // - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
@@ -62,7 +62,6 @@
 #include <vector>
 
 #include "core/address_vector.h"
-#include "core/cm_channel.h"
 #include "core/completion_queue.h"
 #include "core/connection_table.h"
 #include "core/credits.h"
@@ -137,9 +136,9 @@ struct SendArgs {
 
 // The API-facing endpoint (fi_endpoint, fi_passive_ep). It owns its
 // transport objects (the UD QP, its two transport CQs, the SRQ and the RC QPs
-// through its peers), the CM channel, the receive bounce buffers, the DGRAM
-// state, and three parts with headers of their own: the ConnectionTable
-// (peers, connections, credits), the TransmitEngine (sends and READs in
+// through its peers), the receive bounce buffers, the DGRAM state, and three
+// parts with headers of their own: the ConnectionTable (peers, connections
+// and their wireup, credits), the TransmitEngine (sends and READs in
 // flight, tx bounce slots) and, unless it shares one, its RxContext
 // (receives and matching). It runs the protocol between them, as the
 // RxClient of its receive context and the ProgressSource of the queues it is
@@ -413,13 +412,6 @@ class Endpoint final : public RxClient {
   bool listener_ = false;
   EventQueue* eq_ = nullptr;
   void* user_handle_ = nullptr;
-  bool accepted_ = false;                // This side accepted (waits for RTU).
-  bool connected_reported_ = false;      // kEqConnected written.
-  bool shutdown_ = false;                // fi_shutdown called.
-  bool peer_shutdown_reported_ = false;  // The peer's crossing kDisconnect.
-  bool disconnect_pending_ = false;      // Our kDisconnect not yet answered.
-  uint8_t cm_data_[wire::kCmDataMax] = {};  // Private data we send.
-  uint8_t cm_data_len_ = 0;
   AddressVector* av_ = nullptr;
 
   transport::CompletionQueue* send_cq_ = nullptr;
@@ -428,15 +420,15 @@ class Endpoint final : public RxClient {
   // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
   // (DGRAM).
   transport::QueuePair* cm_qp_ = nullptr;
-  CmChannel cm_;
-  // Peers, their connections and credits.
+  // Peers, their connections (the CM's channel, an FI_EP_MSG connection's
+  // life) and credits.
   ConnectionTable conns_;
 
   // Sends in flight, their bounce slots, and READs in flight.
   TransmitEngine tx_;
 
-  // Registered receive memory (the CM's, the credits' and the tx slots' are
-  // in cm_, conns_ and tx_).
+  // Registered receive memory (the CM's and the credits' are in conns_, the
+  // tx slots' in tx_).
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
   std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;

@@ -71,8 +71,8 @@ Status Endpoint::CheckStartCm(const char* not_msg, const void* data,
 }
 
 void Endpoint::SetCmData(const void* data, size_t len) {
-  cm_data_len_ = static_cast<uint8_t>(len);
-  if (len > 0) std::memcpy(cm_data_, data, len);
+  conns_.msg().cm_data_len = static_cast<uint8_t>(len);
+  if (len > 0) std::memcpy(conns_.msg().cm_data, data, len);
 }
 
 Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
@@ -105,7 +105,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   const uint32_t peer = conns_.FindOrAdd(m.from);
   Peer& p = conns_[peer];
   p.qp = *qp;
-  p.psn = cm_.NextPsn();
+  p.psn = conns_.cm().NextPsn();
   if (Status s = ConnectQp(p, m.rc_qpn, m.psn); !s.ok()) {
     // Nothing stays behind: the call can be retried.
     (void)p.qp->Destroy();
@@ -117,7 +117,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   p.answered_id = m.request_id;
   Credits::Grant(p.credits, m);
   p.peer_buffered_min = m.buffered_min;
-  accepted_ = true;
+  conns_.msg().accepted = true;
   OnConnected(peer, /*ready=*/false);
   if (p.state != PeerState::kConnected) return NoMemory("no receive buffers");
   (void)SendCm(peer, wire::CmType::kReply);
@@ -151,10 +151,10 @@ Status Endpoint::Shutdown() {
   if (conns_.empty() || conns_[0].state != PeerState::kConnected) {
     return Status(kErrOpBadState, "not connected");
   }
-  shutdown_ = true;
+  conns_.msg().shutdown = true;
   // Repeated until the peer answers with its own kDisconnect (the IB CM's
   // DREQ/DREP), so a lost datagram does not leave the peer connected.
-  disconnect_pending_ = true;
+  conns_.msg().disconnect_pending = true;
   Peer& p = conns_[0];
   p.retries = 0;
   ArmCmTimer(p, device_->clock().NowNs());
@@ -200,7 +200,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
     }
     p.answered_id = m.request_id;
     p.state = PeerState::kIdle;
-    cm_data_len_ = 0;
+    conns_.msg().cm_data_len = 0;
     (void)SendCm(peer, wire::CmType::kPending);
     EqEvent e;
     e.type = kEqConnReq;
@@ -228,7 +228,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       }
       return;
     case wire::CmType::kReply: {
-      if (accepted_ || m.request_id != p.request_id) return;
+      if (conns_.msg().accepted || m.request_id != p.request_id) return;
       if (p.state == PeerState::kConnected) {
         // Our kEstablished was lost: the acceptor asks again.
         if (m.from == p.name) (void)SendCm(0, wire::CmType::kEstablished);
@@ -248,12 +248,13 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       OnConnected(0, /*ready=*/true);
       if (p.state != PeerState::kConnected) return;
       (void)SendCm(0, wire::CmType::kEstablished);
-      connected_reported_ = true;
+      conns_.msg().connected_reported = true;
       PushEvent(kEqConnected, 0, m.data, m.data_len);
       return;
     }
     case wire::CmType::kEstablished:
-      if (accepted_ && m.from == p.name && m.request_id == p.answered_id) {
+      if (conns_.msg().accepted && m.from == p.name &&
+          m.request_id == p.answered_id) {
         p.ready = true;
       }
       return;
@@ -263,17 +264,18 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       if (m.from != p.name) return;
       if (p.state == PeerState::kConnected) {
         FailPeer(0, ECONNRESET, kProvPeerShutdown);
-      } else if (shutdown_ && connected_reported_ && !peer_shutdown_reported_) {
+      } else if (conns_.msg().shutdown && conns_.msg().connected_reported &&
+                 !conns_.msg().peer_shutdown_reported) {
         // fi_cm(3): the peer's fi_shutdown generates FI_SHUTDOWN, also when
         // ours crossed it (both sides shut down at once, as fabtests'
         // cm_data does, and each waits for its SF_SHUTDOWN).
-        peer_shutdown_reported_ = true;
+        conns_.msg().peer_shutdown_reported = true;
         PushEvent(kEqShutdown, 0, nullptr, 0);
       }
       (void)SendCm(0, wire::CmType::kDisconnectReply);
       return;
     case wire::CmType::kDisconnectReply:
-      if (m.from == p.name) disconnect_pending_ = false;
+      if (m.from == p.name) conns_.msg().disconnect_pending = false;
       return;
     default:
       return;
@@ -298,10 +300,11 @@ std::optional<uint32_t> Endpoint::ListenerSlotToReuse(uint64_t now) const {
 void Endpoint::MsgTimers(uint64_t now) {
   if (listener_ || conns_.empty()) return;
   Peer& p = conns_[0];
-  if (disconnect_pending_) {
+  if (conns_.msg().disconnect_pending) {
     if (now < p.retry_at_ns) return;
     if (++p.retries > attr_.cm_retries_max) {
-      disconnect_pending_ = false;  // The peer is gone; nothing to wait for.
+      conns_.msg().disconnect_pending =
+          false;  // The peer is gone; nothing to wait for.
       return;
     }
     ++stats_.cm_retries;
@@ -309,10 +312,10 @@ void Endpoint::MsgTimers(uint64_t now) {
     ArmCmTimer(p, now);
     return;
   }
-  if (!accepted_ || p.state != PeerState::kConnected) return;
+  if (!conns_.msg().accepted || p.state != PeerState::kConnected) return;
   if (p.ready) {
-    if (!connected_reported_) {
-      connected_reported_ = true;
+    if (!conns_.msg().connected_reported) {
+      conns_.msg().connected_reported = true;
       PushEvent(kEqConnected, 0, nullptr, 0);
     }
     return;

@@ -47,8 +47,8 @@ void Endpoint::Progress() {
     } else if (kind == kWrCmRecv) {
       const uint8_t* msg = nullptr;
       size_t len = 0;
-      if (cm_.Received(wc[0], &msg, &len)) OnCm(msg, len);
-      cm_.Repost(wc[0]);
+      if (conns_.cm().Received(wc[0], &msg, &len)) OnCm(msg, len);
+      conns_.cm().Repost(wc[0]);
     }
   }
   while (true) {
@@ -83,8 +83,8 @@ void Endpoint::Progress() {
   }
   // Timers and queued work only concern the peers on the busy list (in the
   // order they joined it), so an idle connection costs progress nothing.
-  if (conns_.busy().empty() && !accepted_ && !disconnect_pending_ &&
-      !conns_.credits().writes_due()) {
+  if (conns_.busy().empty() && !conns_.msg().accepted &&
+      !conns_.msg().disconnect_pending && !conns_.credits().writes_due()) {
     return;
   }
   const uint64_t now = device_->clock().NowNs();

@@ -88,8 +88,8 @@ Status Endpoint::StartConnect(uint32_t peer) {
   auto qp = NewRcQp();
   if (!qp.ok()) return qp.status();
   p.qp = *qp;
-  p.psn = cm_.NextPsn();
-  p.request_id = cm_.NextRequestId();
+  p.psn = conns_.cm().NextPsn();
+  p.request_id = conns_.cm().NextRequestId();
   p.state = PeerState::kConnecting;
   conns_.MarkBusy(peer);
   p.retries = 0;
@@ -146,17 +146,17 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.credits = attr_.credits;
   m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
-  const bool initiator = type == wire::CmType::kRequest ||
-                         type == wire::CmType::kConnect ||
-                         type == wire::CmType::kEstablished ||
-                         (type == wire::CmType::kDisconnect && !accepted_);
+  const bool initiator =
+      type == wire::CmType::kRequest || type == wire::CmType::kConnect ||
+      type == wire::CmType::kEstablished ||
+      (type == wire::CmType::kDisconnect && !conns_.msg().accepted);
   m.request_id = initiator ? p.request_id : p.answered_id;
   if (type == wire::CmType::kConnect || type == wire::CmType::kReject ||
       (type == wire::CmType::kReply && attr_.type == EndpointType::kMsg)) {
-    m.data_len = cm_data_len_;
-    std::memcpy(m.data, cm_data_, cm_data_len_);
+    m.data_len = conns_.msg().cm_data_len;
+    std::memcpy(m.data, conns_.msg().cm_data, conns_.msg().cm_data_len);
   }
-  return cm_.Send(m, p.ah, p.name);
+  return conns_.cm().Send(m, p.ah, p.name);
 }
 
 void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
@@ -182,7 +182,7 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
       auto qp = NewRcQp();
       if (!qp.ok()) return;
       p.qp = *qp;
-      p.psn = cm_.NextPsn();
+      p.psn = conns_.cm().NextPsn();
     }
     if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
       FailPeer(peer, EIO, kProvConnectFailed);
@@ -255,11 +255,11 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
   Peer& p = conns_[peer];
   const PeerState was = p.state;
   p.state = PeerState::kFailed;
-  if (attr_.type == EndpointType::kMsg && !listener_ && !shutdown_ &&
-      was != PeerState::kFailed) {
+  if (attr_.type == EndpointType::kMsg && !listener_ &&
+      !conns_.msg().shutdown && was != PeerState::kFailed) {
     const uint8_t* data = cm ? cm->data : nullptr;
     const size_t len = cm ? cm->data_len : 0;
-    if (connected_reported_) {
+    if (conns_.msg().connected_reported) {
       PushEvent(kEqShutdown, 0, data, len);  // The connection went away.
     } else {
       PushEvent(0, err, data, len, prov_errno);  // Connecting failed.
