@@ -60,7 +60,7 @@ void FabricImpl::Dispatch(const Ev& ev) {
     case EvKind::kUdSendDone: {
       QpImpl* qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
       if (qp == nullptr) return;
-      SendWqe* w = qp->FindWqe(ev.wqe_seq);
+      SendWqe* w = qp->sq_.Find(ev.wqe_seq);
       if (w == nullptr) return;
       w->done = true;
       qp->Retire();

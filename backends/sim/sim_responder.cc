@@ -15,7 +15,7 @@ void FabricImpl::SendAck(QpImpl* qp, Syndrome syn, uint32_t psn, uint32_t aux) {
   a.op = PktOp::kAck;
   a.syndrome = static_cast<uint8_t>(syn);
   a.src_node = qp->dev_->node_;
-  a.dst_node = qp->dest_node_;
+  a.dst_node = qp->path_.node;
   a.src_qpn = qp->qp_num();
   a.dst_qpn = qp->attr_.dest_qp_num;
   a.psn = psn;
@@ -33,7 +33,7 @@ void FabricImpl::SendReadResponses(QpImpl* qp, const Ev& req) {
     r.flags = static_cast<uint8_t>((i == 0 ? kPktFirst : 0) |
                                    (i + 1 == n ? kPktLast : 0));
     r.src_node = qp->dev_->node_;
-    r.dst_node = qp->dest_node_;
+    r.dst_node = qp->path_.node;
     r.src_qpn = qp->qp_num();
     r.dst_qpn = qp->attr_.dest_qp_num;
     r.psn = PsnAdd(req.psn, i);
@@ -47,32 +47,32 @@ void FabricImpl::SendReadResponses(QpImpl* qp, const Ev& req) {
 }
 
 void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
-  const int32_t diff = PsnDiff(ev.psn, qp->epsn_);
+  const int32_t diff = PsnDiff(ev.psn, qp->resp_.epsn);
   if (diff < 0) {
     // Duplicate: re-execute a read (its responses may have been lost), else
     // re-acknowledge.
     if (ev.op == PktOp::kReadReq) {
       QpImpl* req_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
-      SendWqe* w = req_qp ? req_qp->FindWqe(ev.wqe_seq) : nullptr;
+      SendWqe* w = req_qp ? req_qp->sq_.Find(ev.wqe_seq) : nullptr;
       if (w && RemoteTarget(qp, w->rkey, w->remote_addr, w->length,
                             transport::kAccessRemoteRead)) {
         SendReadResponses(qp, ev);
       }
       return;
     }
-    SendAck(qp, Syndrome::kAck, PsnAdd(qp->epsn_, kPsnMask), 0);
+    SendAck(qp, Syndrome::kAck, PsnAdd(qp->resp_.epsn, kPsnMask), 0);
     return;
   }
   if (diff > 0) {
-    if (!qp->nak_sent_) {
-      qp->nak_sent_ = true;
-      SendAck(qp, Syndrome::kNakSeq, qp->epsn_, 0);
+    if (!qp->resp_.nak_sent) {
+      qp->resp_.nak_sent = true;
+      SendAck(qp, Syndrome::kNakSeq, qp->resp_.epsn, 0);
     }
     return;
   }
-  qp->nak_sent_ = false;
+  qp->resp_.nak_sent = false;
   QpImpl* req_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
-  SendWqe* w = req_qp ? req_qp->FindWqe(ev.wqe_seq) : nullptr;
+  SendWqe* w = req_qp ? req_qp->sq_.Find(ev.wqe_seq) : nullptr;
   if (w == nullptr) {
     ++stats_.packets_dropped;  // the requester's WR is gone; see the file
                                // comment.
@@ -84,9 +84,10 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
   // ERROR.
   auto fail = [&](Syndrome syn, WcStatus local_status) {
     SendAck(qp, syn, ev.psn, 0);
-    if (local_status != WcStatus::kSuccess && qp->recv_active_) {
-      qp->recv_active_ = false;
-      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal, &ev);
+    if (local_status != WcStatus::kSuccess && qp->resp_.recv_active) {
+      qp->resp_.recv_active = false;
+      qp->CompleteRecvError(qp->resp_.wqe.wr_id, local_status, kVendorLocal,
+                            &ev);
     }
     qp->ToError();
   };
@@ -99,9 +100,9 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
   bool data_private = true;
   if (ev.op != PktOp::kReadReq && ev.length > 0) {
     if (w->send_flags & transport::kSendInline) {
-      data = req_qp->InlineData(ev.wqe_seq) + ev.offset;
+      data = req_qp->sq_.Inline(ev.wqe_seq) + ev.offset;
     } else {
-      const Sge* sges = req_qp->SendSges(ev.wqe_seq);
+      const Sge* sges = req_qp->sq_.Sges(ev.wqe_seq);
       // Pump checked the SGEs at the first transmission; only a deregistration
       // since then can make them fail.
       if (w->mr_checked != req_qp->dev_->mr_epoch_ + 1 &&
@@ -125,43 +126,43 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           SendAck(qp, Syndrome::kNakRnr, ev.psn, qp->attr_.min_rnr_timer);
           return;
         }
-        if (qp->active_capacity_ == UINT64_MAX) {
+        if (qp->resp_.capacity == UINT64_MAX) {
           fail(Syndrome::kNakRemOp, WcStatus::kLocProtErr);
           return;
         }
       }
-      if (!qp->recv_active_) {
+      if (!qp->resp_.recv_active) {
         // A middle/last packet with no message in progress: only possible after
         // the responder was reset mid-message. Dropped; the requester's retry
         // sorts it out.
         ++stats_.packets_dropped;
         return;
       }
-      if (qp->active_bytes_ + ev.length > qp->active_capacity_ ||
-          (last && ev.offset + ev.length > qp->active_capacity_)) {
+      if (qp->resp_.bytes + ev.length > qp->resp_.capacity ||
+          (last && ev.offset + ev.length > qp->resp_.capacity)) {
         // Too small a receive. A message small enough to be scattered to the
         // CQE (mlx5) is acknowledged and fails in the provider's copy: the
         // receive alone completes in error. Otherwise a responder error with
         // the personality's NAK and receive status; both QPs go to ERROR.
         if (w->length <= quirks_.scatter_to_cqe_bytes) {
-          qp->recv_active_ = false;
-          qp->epsn_ = PsnAdd(qp->epsn_, 1);
+          qp->resp_.recv_active = false;
+          qp->resp_.epsn = PsnAdd(qp->resp_.epsn, 1);
           SendAck(qp, Syndrome::kAck, ev.psn, 0);
-          qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr,
+          qp->CompleteRecvError(qp->resp_.wqe.wr_id, WcStatus::kLocLenErr,
                                 kVendorLocal, &ev);
           return;
         }
         fail(quirks_.rc_recv_too_small_nak, quirks_.rc_recv_too_small);
         return;
       }
-      PlaceBytes(qp->active_sges_.data(), qp->active_.num_sge, ev.offset, data,
+      PlaceBytes(qp->resp_.sges.data(), qp->resp_.wqe.num_sge, ev.offset, data,
                  ev.length, data_private);
-      qp->active_bytes_ = ev.offset + ev.length;
-      qp->epsn_ = PsnAdd(qp->epsn_, 1);
+      qp->resp_.bytes = ev.offset + ev.length;
+      qp->resp_.epsn = PsnAdd(qp->resp_.epsn, 1);
       if (last) {
-        qp->recv_active_ = false;
+        qp->resp_.recv_active = false;
         WorkCompletion wc{};
-        wc.wr_id = qp->active_.wr_id;
+        wc.wr_id = qp->resp_.wqe.wr_id;
         wc.opcode = WcOpcode::kRecv;
         wc.byte_len = static_cast<uint32_t>(ev.offset + ev.length);
         wc.qp_num = qp->qp_num();
@@ -189,19 +190,19 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
           SendAck(qp, Syndrome::kNakRnr, ev.psn, qp->attr_.min_rnr_timer);
           return;
         }
-        if (qp->active_capacity_ == UINT64_MAX) {
+        if (qp->resp_.capacity == UINT64_MAX) {
           fail(Syndrome::kNakRemOp, WcStatus::kLocProtErr);
           return;
         }
       }
       if (ev.length > 0) std::memmove(target + ev.offset, data, ev.length);
-      qp->epsn_ = PsnAdd(qp->epsn_, 1);
+      qp->resp_.epsn = PsnAdd(qp->resp_.epsn, 1);
       if (last) {
         SendAck(qp, Syndrome::kAck, ev.psn, 0);
         if (with_imm) {
-          qp->recv_active_ = false;
+          qp->resp_.recv_active = false;
           WorkCompletion wc{};
-          wc.wr_id = qp->active_.wr_id;
+          wc.wr_id = qp->resp_.wqe.wr_id;
           wc.opcode = WcOpcode::kRecvRdmaWithImm;
           wc.byte_len = static_cast<uint32_t>(w->length);
           wc.qp_num = qp->qp_num();
@@ -220,7 +221,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
         fail(Syndrome::kNakRemAccess, WcStatus::kSuccess);
         return;
       }
-      qp->epsn_ = PsnAdd(qp->epsn_, ev.aux);
+      qp->resp_.epsn = PsnAdd(qp->resp_.epsn, ev.aux);
       SendReadResponses(qp, ev);
       return;
     }
@@ -243,19 +244,19 @@ bool QpImpl::FetchRecv() {
   FabricImpl* f = dev_->fabric_;
   if (f->now() < f->node(dev_->node_).stall_until_ns) return false;
   if (srq_ != nullptr) {
-    if (!srq_->ring_.Pop(&active_, active_sges_.data())) return false;
+    if (!srq_->ring_.Pop(&resp_.wqe, resp_.sges.data())) return false;
     if (srq_->limit_ != 0 && srq_->ring_.count() < srq_->limit_) {
       srq_->limit_ = 0;
       dev_->Raise(AsyncEventType::kSrqLimitReached, 0, 0, srq_->index_);
     }
-  } else if (!rq_.Pop(&active_, active_sges_.data())) {
+  } else if (!rq_.Pop(&resp_.wqe, resp_.sges.data())) {
     return false;
   }
-  recv_active_ = true;
-  active_bytes_ = 0;
-  const int64_t cap = CheckSges(dev_, pd_, active_sges_.data(), active_.num_sge,
+  resp_.recv_active = true;
+  resp_.bytes = 0;
+  const int64_t cap = CheckSges(dev_, pd_, resp_.sges.data(), resp_.wqe.num_sge,
                                 transport::kAccessLocalWrite);
-  active_capacity_ = cap < 0 ? UINT64_MAX : static_cast<uint64_t>(cap);
+  resp_.capacity = cap < 0 ? UINT64_MAX : static_cast<uint64_t>(cap);
   return true;
 }
 

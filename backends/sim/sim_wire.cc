@@ -41,7 +41,7 @@ void FabricImpl::OnPacket(const Ev& ev) {
     UdRelease(ev.aux);
     return;
   }
-  if (qp->qp_type() != QpType::kRc || ev.src_node != qp->dest_node_ ||
+  if (qp->qp_type() != QpType::kRc || ev.src_node != qp->path_.node ||
       ev.src_qpn != qp->attr_.dest_qp_num) {
     ++stats_.packets_dropped;
     return;
@@ -63,16 +63,16 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
     ++stats_.packets_dropped;  // no receive request: UD drops.
     return;
   }
-  qp->recv_active_ = false;
-  if (qp->active_capacity_ == UINT64_MAX) {
-    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocProtErr,
+  qp->resp_.recv_active = false;
+  if (qp->resp_.capacity == UINT64_MAX) {
+    qp->CompleteRecvError(qp->resp_.wqe.wr_id, WcStatus::kLocProtErr,
                           kVendorLocal, &ev);
     return;
   }
-  if (qp->active_capacity_ < kGrhBytes + ev.length) {
+  if (qp->resp_.capacity < kGrhBytes + ev.length) {
     // No room for the GRH and the payload: the receive completes in error,
     // and the QP goes to ERROR too where the personality says so (rxe).
-    qp->CompleteRecvError(qp->active_.wr_id, quirks_.ud_recv_too_small,
+    qp->CompleteRecvError(qp->resp_.wqe.wr_id, quirks_.ud_recv_too_small,
                           kVendorLocal, &ev);
     if (quirks_.ud_recv_too_small_errors_qp) qp->ToError();
     return;
@@ -96,10 +96,10 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   if (ev.length > 0) {  // An empty datagram's pool buffer may have no data.
     std::memcpy(grh + kGrhBytes, ud_pool_[ev.aux].bytes.data(), ev.length);
   }
-  Scatter(qp->active_sges_.data(), qp->active_.num_sge, 0, grh,
+  Scatter(qp->resp_.sges.data(), qp->resp_.wqe.num_sge, 0, grh,
           kGrhBytes + ev.length);
   WorkCompletion wc{};
-  wc.wr_id = qp->active_.wr_id;
+  wc.wr_id = qp->resp_.wqe.wr_id;
   wc.opcode = WcOpcode::kRecv;
   wc.byte_len = kGrhBytes + ev.length;
   wc.qp_num = qp->qp_num();
