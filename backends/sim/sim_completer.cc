@@ -83,7 +83,7 @@ void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
       qp->ImplicitAck(ev.psn);
       qp->Retire();
       if (qp->attr_.qp_state == QpState::kError || qp->comp_.rnr_wait) return;
-      ++stats_.retransmits;
+      ++recorder_.stats().retransmits;
       qp->GoBack(ev.psn);
       qp->Pump();
       return;
@@ -102,7 +102,7 @@ void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
       qp->comp_.rnr_wait = true;
       qp->comp_.timer_deadline_ns = 0;
       ScheduleQpTimer(EvKind::kRnrTimer, qp->dev_->node_, qp->qp_num(),
-                      now_ns_ + kRnrTimerNs[ev.aux & 31], ev.psn);
+                      now() + kRnrTimerNs[ev.aux & 31], ev.psn);
       return;
     }
     case Syndrome::kNakInvReq:
@@ -123,7 +123,7 @@ void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
 }
 
 void FabricImpl::OnAckTimer(const Ev& ev) {
-  Record(TraceKind::kAckTimeout, ev, 0);
+  recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
   QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
   if (qp == nullptr) return;
   qp->comp_.timer_pending = false;
@@ -131,7 +131,7 @@ void FabricImpl::OnAckTimer(const Ev& ev) {
   if (qp->comp_.timer_deadline_ns == 0 ||
       (s != QpState::kRts && s != QpState::kSqd))
     return;
-  if (now_ns_ < qp->comp_.timer_deadline_ns) {
+  if (now() < qp->comp_.timer_deadline_ns) {
     qp->comp_.timer_pending = true;
     ScheduleQpTimer(EvKind::kAckTimer, ev.dst_node, ev.dst_qpn,
                     qp->comp_.timer_deadline_ns, 0);
@@ -146,7 +146,7 @@ void FabricImpl::OnAckTimer(const Ev& ev) {
     return;
   }
   --qp->comp_.retry_left;
-  ++stats_.retransmits;
+  ++recorder_.stats().retransmits;
   qp->comp_.timer_deadline_ns = 0;
   // Back to the oldest incomplete WR (not comp_.una_psn: a read whose responses
   // were lost may lie before it); the responder discards what it already
@@ -156,14 +156,14 @@ void FabricImpl::OnAckTimer(const Ev& ev) {
 }
 
 void FabricImpl::OnRnrTimer(const Ev& ev) {
-  Record(TraceKind::kRnrTimer, ev, 0);
+  recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
   QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
   if (qp == nullptr || !qp->comp_.rnr_wait) return;
   qp->comp_.rnr_wait = false;
   if (qp->attr_.qp_state != QpState::kRts &&
       qp->attr_.qp_state != QpState::kSqd)
     return;
-  ++stats_.retransmits;
+  ++recorder_.stats().retransmits;
   qp->GoBack(ev.psn);
   qp->Pump();
 }

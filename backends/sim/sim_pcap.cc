@@ -152,7 +152,7 @@ class PcapTap final : public PacketTap {
       p->psn = static_cast<uint32_t>(ev.wqe_seq) & kPsnMask;
       p->imm = static_cast<uint32_t>(ev.offset);
       if (ev.length > 0) {
-        std::memcpy(payload_.data(), fabric_->Ud(ev.aux).bytes.data(),
+        std::memcpy(payload_.data(), fabric_->ud_pool().data(ev.aux),
                     ev.length);
       }
       return;

@@ -126,12 +126,12 @@ void QpImpl::Pump() {
         p.offset = w.imm;
       }
       if (w.send_flags & transport::kSendSolicited) p.flags |= kPktSolicited;
-      p.aux = f->UdAlloc(w.length);
+      p.aux = f->ud_pool().Alloc(w.length);
       if (w.send_flags & transport::kSendInline) {
-        std::memcpy(f->Ud(p.aux).bytes.data(), sq_.Inline(req_.tx_wqe),
+        std::memcpy(f->ud_pool().data(p.aux), sq_.Inline(req_.tx_wqe),
                     w.length);
       } else {
-        Gather(sq_.Sges(req_.tx_wqe), w.num_sge, 0, f->Ud(p.aux).bytes.data(),
+        Gather(sq_.Sges(req_.tx_wqe), w.num_sge, 0, f->ud_pool().data(p.aux),
                w.length);
       }
       const uint64_t seq = w.seq;

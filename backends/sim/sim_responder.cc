@@ -20,7 +20,7 @@ void FabricImpl::SendAck(QpImpl* qp, Syndrome syn, uint32_t psn, uint32_t aux) {
   a.dst_qpn = qp->attr_.dest_qp_num;
   a.psn = psn;
   a.aux = aux;
-  if (syn == Syndrome::kNakRnr) ++stats_.rnr_naks;
+  if (syn == Syndrome::kNakRnr) ++recorder_.stats().rnr_naks;
   Transmit(a, 0);
 }
 
@@ -74,8 +74,8 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
   QpImpl* req_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
   SendWqe* w = req_qp ? req_qp->sq_.Find(ev.wqe_seq) : nullptr;
   if (w == nullptr) {
-    ++stats_.packets_dropped;  // the requester's WR is gone; see the file
-                               // comment.
+    ++recorder_.stats().packets_dropped;  // the requester's WR is gone; see the
+                                          // file comment.
     return;
   }
   const bool last = (ev.flags & kPktLast) != 0;
@@ -107,7 +107,8 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
       // since then can make them fail.
       if (w->mr_checked != req_qp->dev_->mr_epoch_ + 1 &&
           CheckSges(req_qp->dev_, req_qp->pd_, sges, w->num_sge, 0) < 0) {
-        ++stats_.packets_dropped;  // deregistered since it was posted
+        ++recorder_.stats()
+              .packets_dropped;  // deregistered since it was posted
         return;
       }
       data = InOneSge(sges, w->num_sge, ev.offset, ev.length);
@@ -135,7 +136,7 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
         // A middle/last packet with no message in progress: only possible after
         // the responder was reset mid-message. Dropped; the requester's retry
         // sorts it out.
-        ++stats_.packets_dropped;
+        ++recorder_.stats().packets_dropped;
         return;
       }
       if (qp->resp_.bytes + ev.length > qp->resp_.capacity ||

@@ -1,7 +1,7 @@
 // Packet arrival (rxe_recv.c's part): the checks every packet passes (corrupt,
 // unknown or non-receiving QP, port down, wrong source) before it reaches the
-// responder or the completer; and UD datagrams: the payload pool that carries
-// them, and their delivery with the GRH.
+// responder or the completer; and the delivery of UD datagrams with the GRH
+// (their payloads travel in internal/ud_pool.h).
 #include <cstdint>
 #include <cstring>
 
@@ -9,22 +9,8 @@
 
 namespace softfab::sim::internal {
 
-uint32_t FabricImpl::UdAlloc(uint64_t bytes) {
-  uint32_t slot;
-  if (!ud_free_.empty()) {
-    slot = ud_free_.back();
-    ud_free_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(ud_pool_.size());
-    ud_pool_.emplace_back();
-  }
-  ud_pool_[slot].bytes.resize(bytes);
-  ud_pool_[slot].refs = 1;
-  return slot;
-}
-
 void FabricImpl::OnPacket(const Ev& ev) {
-  Record(TraceKind::kPacketArrive, ev, 0);
+  recorder_.Record(TraceKind::kPacketArrive, ev, 0, now());
   if (tap_ != nullptr) [[unlikely]]
     tap_->OnPacket(ev);
   DeviceImpl* d = nodes_[ev.dst_node].device.get();
@@ -32,18 +18,18 @@ void FabricImpl::OnPacket(const Ev& ev) {
   const bool drop = (ev.flags & kPktCorrupt) != 0 || qp == nullptr ||
                     !qp->Receiving() || nodes_[ev.dst_node].port_down;
   if (drop) {
-    ++stats_.packets_dropped;
-    if (ev.op == PktOp::kUdSend) UdRelease(ev.aux);
+    ++recorder_.stats().packets_dropped;
+    if (ev.op == PktOp::kUdSend) ud_pool_.Release(ev.aux);
     return;
   }
   if (ev.op == PktOp::kUdSend) {
     OnUd(qp, ev);
-    UdRelease(ev.aux);
+    ud_pool_.Release(ev.aux);
     return;
   }
   if (qp->qp_type() != QpType::kRc || ev.src_node != qp->path_.node ||
       ev.src_qpn != qp->attr_.dest_qp_num) {
-    ++stats_.packets_dropped;
+    ++recorder_.stats().packets_dropped;
     return;
   }
   if (ev.op == PktOp::kAck || ev.op == PktOp::kReadResp) {
@@ -55,12 +41,12 @@ void FabricImpl::OnPacket(const Ev& ev) {
 
 void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   if (qp->qp_type() != QpType::kUd || ev.psn != qp->attr_.qkey) {
-    ++stats_.packets_dropped;  // wrong type or Q_Key mismatch: silently
-                               // discarded.
+    ++recorder_.stats().packets_dropped;  // wrong type or Q_Key mismatch:
+                                          // silently discarded.
     return;
   }
   if (!qp->FetchRecv()) {
-    ++stats_.packets_dropped;  // no receive request: UD drops.
+    ++recorder_.stats().packets_dropped;  // no receive request: UD drops.
     return;
   }
   qp->resp_.recv_active = false;
@@ -94,7 +80,7 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   std::memcpy(ip + 12, sg.raw + 12, 4);
   std::memcpy(ip + 16, dg.raw + 12, 4);
   if (ev.length > 0) {  // An empty datagram's pool buffer may have no data.
-    std::memcpy(grh + kGrhBytes, ud_pool_[ev.aux].bytes.data(), ev.length);
+    std::memcpy(grh + kGrhBytes, ud_pool_.data(ev.aux), ev.length);
   }
   Scatter(qp->resp_.sges.data(), qp->resp_.wqe.num_sge, 0, grh,
           kGrhBytes + ev.length);
