@@ -21,151 +21,146 @@ constexpr uint64_t kRnrTimerNs[32] = {
 
 }  // namespace
 
-void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
-  if (qp->attr_.qp_state != QpState::kRts &&
-      qp->attr_.qp_state != QpState::kSqd)
+void QpImpl::OnResponse(const Ev& ev) {
+  FabricImpl* f = dev_->fabric_;
+  if (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd)
     return;
   if (ev.op == PktOp::kReadResp) {
-    SendWqe* w = qp->sq_.Find(ev.wqe_seq);
+    SendWqe* w = sq_.Find(ev.wqe_seq);
     if (w == nullptr || w->opcode != WrOpcode::kRdmaRead ||
         ev.psn != PsnAdd(w->first_psn, w->read_done)) {
       return;  // stale or out of order: the ack timer recovers.
     }
-    qp->ImplicitAck(w->first_psn);
-    QpImpl* resp_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
+    ImplicitAck(w->first_psn);
+    QpImpl* resp_qp = f->dev(ev.src_node)->QpByNum(ev.src_qpn);
     const uint8_t* src =
         resp_qp ? RemoteTarget(resp_qp, w->rkey, w->remote_addr, w->length,
                                transport::kAccessRemoteRead)
                 : nullptr;
     if (src == nullptr) return;  // responder MR vanished: treat as lost
-    const Sge* sges = qp->sq_.Sges(ev.wqe_seq);
-    if (w->mr_checked != qp->dev_->mr_epoch_ + 1 &&
-        CheckSges(qp->dev_, qp->pd_, sges, w->num_sge,
-                  transport::kAccessLocalWrite) < 0) {
+    const Sge* sges = sq_.Sges(ev.wqe_seq);
+    if (w->mr_checked != dev_->mr_epoch_ + 1 &&
+        CheckSges(dev_, pd_, sges, w->num_sge, transport::kAccessLocalWrite) <
+            0) {
       w->error = WcStatus::kLocProtErr;
-      qp->Retire();
+      Retire();
       return;
     }
     PlaceBytes(sges, w->num_sge, ev.offset, src + ev.offset, ev.length,
-               /*src_private=*/false);
+               /*src_private=*/false, f->staging());
     ++w->read_done;
     // A valid response is forward progress: retry_cnt counts timeouts in a
     // row without any (so a long READ over a lossy link is not failed for
     // needing more than retry_cnt rounds in total).
-    qp->comp_.retry_left = qp->attr_.retry_cnt;
+    comp_.retry_left = attr_.retry_cnt;
     if (w->read_done == w->npkts) {
-      qp->ImplicitAck(PsnAdd(w->first_psn, w->npkts));
-      qp->comp_.retry_left = qp->attr_.retry_cnt;
-      qp->Retire();
-      qp->ArmTimer();
-      qp->Pump();
+      ImplicitAck(PsnAdd(w->first_psn, w->npkts));
+      comp_.retry_left = attr_.retry_cnt;
+      Retire();
+      ArmTimer();
+      Pump();
     }
     return;
   }
   const Syndrome syn = static_cast<Syndrome>(ev.syndrome);
-  if (PsnDiff(ev.psn, qp->req_.next_psn) >= 0)
+  if (PsnDiff(ev.psn, req_.next_psn) >= 0)
     return;  // acknowledges nothing we sent
   switch (syn) {
     case Syndrome::kAck: {
-      const uint32_t before = qp->comp_.una_psn;
-      qp->ImplicitAck(PsnAdd(ev.psn, 1));
-      if (qp->comp_.una_psn != before) {
-        qp->comp_.retry_left = qp->attr_.retry_cnt;
-        qp->comp_.rnr_left = qp->attr_.rnr_retry;
+      const uint32_t before = comp_.una_psn;
+      ImplicitAck(PsnAdd(ev.psn, 1));
+      if (comp_.una_psn != before) {
+        comp_.retry_left = attr_.retry_cnt;
+        comp_.rnr_left = attr_.rnr_retry;
       }
-      qp->Retire();
-      qp->ArmTimer();
-      qp->Pump();
+      Retire();
+      ArmTimer();
+      Pump();
       return;
     }
     case Syndrome::kNakSeq:
-      if (PsnDiff(ev.psn, qp->comp_.una_psn) < 0) return;  // stale
-      qp->ImplicitAck(ev.psn);
-      qp->Retire();
-      if (qp->attr_.qp_state == QpState::kError || qp->comp_.rnr_wait) return;
-      ++recorder_.stats().retransmits;
-      qp->GoBack(ev.psn);
-      qp->Pump();
+      if (PsnDiff(ev.psn, comp_.una_psn) < 0) return;  // stale
+      ImplicitAck(ev.psn);
+      Retire();
+      if (attr_.qp_state == QpState::kError || comp_.rnr_wait) return;
+      ++f->mutable_stats().retransmits;
+      GoBack(ev.psn);
+      Pump();
       return;
     case Syndrome::kNakRnr: {
-      if (PsnDiff(ev.psn, qp->comp_.una_psn) < 0 || qp->comp_.rnr_wait) return;
-      qp->ImplicitAck(ev.psn);
-      qp->Retire();
-      if (qp->attr_.qp_state == QpState::kError) return;
-      if (qp->attr_.rnr_retry != 7) {
-        if (qp->comp_.rnr_left == 0) {
-          qp->ErrorHead(WcStatus::kRnrRetryExcErr, kVendorRnr);
+      if (PsnDiff(ev.psn, comp_.una_psn) < 0 || comp_.rnr_wait) return;
+      ImplicitAck(ev.psn);
+      Retire();
+      if (attr_.qp_state == QpState::kError) return;
+      if (attr_.rnr_retry != 7) {
+        if (comp_.rnr_left == 0) {
+          ErrorHead(WcStatus::kRnrRetryExcErr, kVendorRnr);
           return;
         }
-        --qp->comp_.rnr_left;
+        --comp_.rnr_left;
       }
-      qp->comp_.rnr_wait = true;
-      qp->comp_.timer_deadline_ns = 0;
-      ScheduleQpTimer(EvKind::kRnrTimer, qp->dev_->node_, qp->qp_num(),
-                      now() + kRnrTimerNs[ev.aux & 31], ev.psn);
+      comp_.rnr_wait = true;
+      comp_.timer_deadline_ns = 0;
+      f->ScheduleQpTimer(EvKind::kRnrTimer, dev_->node_, qp_num(),
+                         f->now() + kRnrTimerNs[ev.aux & 31], ev.psn);
       return;
     }
     case Syndrome::kNakInvReq:
     case Syndrome::kNakRemAccess:
     case Syndrome::kNakRemOp: {
-      if (PsnDiff(ev.psn, qp->comp_.una_psn) < 0) return;
-      qp->ImplicitAck(ev.psn);
-      qp->Retire();
-      if (qp->attr_.qp_state == QpState::kError) return;
+      if (PsnDiff(ev.psn, comp_.una_psn) < 0) return;
+      ImplicitAck(ev.psn);
+      Retire();
+      if (attr_.qp_state == QpState::kError) return;
       const WcStatus st = syn == Syndrome::kNakInvReq ? WcStatus::kRemInvReqErr
                           : syn == Syndrome::kNakRemAccess
                               ? WcStatus::kRemAccessErr
                               : WcStatus::kRemOpErr;
-      qp->ErrorHead(st, kVendorRemote);
+      ErrorHead(st, kVendorRemote);
       return;
     }
   }
 }
 
-void FabricImpl::OnAckTimer(const Ev& ev) {
-  recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
-  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
-  if (qp == nullptr) return;
-  qp->comp_.timer_pending = false;
-  const QpState s = qp->attr_.qp_state;
-  if (qp->comp_.timer_deadline_ns == 0 ||
+void QpImpl::OnAckTimer() {
+  FabricImpl* f = dev_->fabric_;
+  comp_.timer_pending = false;
+  const QpState s = attr_.qp_state;
+  if (comp_.timer_deadline_ns == 0 ||
       (s != QpState::kRts && s != QpState::kSqd))
     return;
-  if (now() < qp->comp_.timer_deadline_ns) {
-    qp->comp_.timer_pending = true;
-    ScheduleQpTimer(EvKind::kAckTimer, ev.dst_node, ev.dst_qpn,
-                    qp->comp_.timer_deadline_ns, 0);
+  if (f->now() < comp_.timer_deadline_ns) {
+    comp_.timer_pending = true;
+    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
+                       comp_.timer_deadline_ns, 0);
     return;
   }
-  if (!qp->sq_.outstanding()) {
-    qp->comp_.timer_deadline_ns = 0;
+  if (!sq_.outstanding()) {
+    comp_.timer_deadline_ns = 0;
     return;
   }
-  if (qp->comp_.retry_left == 0) {
-    qp->ErrorHead(WcStatus::kRetryExcErr, kVendorRetry);
+  if (comp_.retry_left == 0) {
+    ErrorHead(WcStatus::kRetryExcErr, kVendorRetry);
     return;
   }
-  --qp->comp_.retry_left;
-  ++recorder_.stats().retransmits;
-  qp->comp_.timer_deadline_ns = 0;
+  --comp_.retry_left;
+  ++f->mutable_stats().retransmits;
+  comp_.timer_deadline_ns = 0;
   // Back to the oldest incomplete WR (not comp_.una_psn: a read whose responses
   // were lost may lie before it); the responder discards what it already
   // has.
-  qp->GoBack(qp->sq_.Slot(qp->sq_.head).first_psn);
-  qp->Pump();
+  GoBack(sq_.Slot(sq_.head).first_psn);
+  Pump();
 }
 
-void FabricImpl::OnRnrTimer(const Ev& ev) {
-  recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
-  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
-  if (qp == nullptr || !qp->comp_.rnr_wait) return;
-  qp->comp_.rnr_wait = false;
-  if (qp->attr_.qp_state != QpState::kRts &&
-      qp->attr_.qp_state != QpState::kSqd)
+void QpImpl::OnRnrTimer(uint32_t psn) {
+  if (!comp_.rnr_wait) return;
+  comp_.rnr_wait = false;
+  if (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd)
     return;
-  ++recorder_.stats().retransmits;
-  qp->GoBack(ev.psn);
-  qp->Pump();
+  ++dev_->fabric_->mutable_stats().retransmits;
+  GoBack(psn);
+  Pump();
 }
 
 void QpImpl::CompleteSend(const SendWqe& w, WcStatus status,

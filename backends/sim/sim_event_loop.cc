@@ -40,12 +40,18 @@ void FabricImpl::Dispatch(const Ev& ev) {
     case EvKind::kPacket:
       OnPacket(ev);
       return;
-    case EvKind::kAckTimer:
-      OnAckTimer(ev);
+    case EvKind::kAckTimer: {
+      recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
+      QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+      if (qp != nullptr) qp->OnAckTimer();
       return;
-    case EvKind::kRnrTimer:
-      OnRnrTimer(ev);
+    }
+    case EvKind::kRnrTimer: {
+      recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
+      QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+      if (qp != nullptr) qp->OnRnrTimer(ev.psn);
       return;
+    }
     case EvKind::kUdSendDone: {
       QpImpl* qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
       if (qp == nullptr) return;

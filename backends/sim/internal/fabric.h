@@ -4,11 +4,14 @@
 // own: the virtual clock and the event queue (event_loop.h), the links
 // (link.h) and the per-packet fault plan (packet_faults.h), the UD payload
 // pool (ud_pool.h), the time hold (time_hold.h), and the digest, trace and
-// counters (recorder.h). FabricImpl joins them; its methods are defined by
-// part: sim_fabric.cc (construction), sim_event_loop.cc (Step, Dispatch),
-// sim_links_faults.cc (Transmit, timed faults), sim_wire.cc (packet arrival,
-// UD), sim_responder.cc (OnRequest), sim_completer.cc (OnResponse, timers),
-// sim_cq.cc (Completed); RunForCq is here, inline, because every poll runs it.
+// counters (recorder.h). FabricImpl joins them: it takes events and hands
+// each to the part it is for (packets, after the arrival checks, to the QP's
+// responder or completer, qp.h; timers to the QP), puts packets on the wire,
+// adds completions to CQs and applies timed faults. Its methods are defined
+// by part: sim_fabric.cc (construction), sim_event_loop.cc (Step, Dispatch),
+// sim_links_faults.cc (Transmit, timed faults), sim_wire.cc (packet arrival),
+// sim_cq.cc (Completed); RunForCq is here, inline, because every poll runs
+// it.
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_FABRIC_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_FABRIC_H_
 
@@ -139,18 +142,12 @@ class FabricImpl final : public SimFabric {
   void SetTap(PacketTap* tap) { tap_ = tap; }
 
  private:
+  // Hands an event to the part it is for (sim_event_loop.cc).
   void Dispatch(const Ev& ev);
+  // A packet reached its destination port: the checks every packet passes,
+  // then the QP's responder or completer (sim_wire.cc).
   void OnPacket(const Ev& ev);
-  void OnRequest(QpImpl* qp, const Ev& ev);
-  void OnResponse(QpImpl* qp, const Ev& ev);
-  void OnUd(QpImpl* qp, const Ev& ev);
-  void OnAckTimer(const Ev& ev);
-  void OnRnrTimer(const Ev& ev);
   void OnTimedFault(const TimedFault& f);
-  void SendAck(QpImpl* qp, Syndrome syn, uint32_t psn, uint32_t aux);
-  void SendReadResponses(QpImpl* qp, const Ev& req);
-  void PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
-                  const uint8_t* src, uint64_t len, bool src_private);
 
   SimConfig config_;
   Quirks quirks_;  // of config_.personality

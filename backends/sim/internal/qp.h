@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "backends/sim/internal/common.h"
+#include "backends/sim/internal/event.h"
 #include "backends/sim/internal/recv_ring.h"
 #include "backends/sim/internal/send_queue.h"
 
@@ -127,6 +128,21 @@ class QpImpl final : public QueuePair {
                          const Ev* pkt);
   // Takes the next receive request (own RQ or SRQ) into resp_; false if none.
   bool FetchRecv();
+
+  // ---- packets and timers for this QP (FabricImpl dispatches them) ----
+  // Responder (sim_responder.cc): an RC request packet (SEND, WRITE, READ
+  // request) that passed the arrival checks; the ACK / NAK and the read
+  // responses it sends back.
+  void OnRequest(const Ev& ev);
+  void SendAck(Syndrome syn, uint32_t psn, uint32_t aux);
+  void SendReadResponses(const Ev& req);
+  // UD delivery (sim_wire.cc): a datagram that passed the arrival checks.
+  void OnUdDatagram(const Ev& ev);
+  // Completer (sim_completer.cc): an ACK, NAK or read response; the ACK
+  // timer's event; the RNR timer's event for the NAK of `psn`.
+  void OnResponse(const Ev& ev);
+  void OnAckTimer();
+  void OnRnrTimer(uint32_t psn);
   void DiscardAll();
 
   // What the QP was created with, fixed for its life.
