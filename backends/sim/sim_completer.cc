@@ -122,6 +122,21 @@ void QpImpl::OnResponse(const Ev& ev) {
   }
 }
 
+// The timers' events: traced, then handed to the QP if it still exists (it
+// may have been destroyed since it armed the timer). One function per kind,
+// so that each is a short tail call.
+void FabricImpl::OnAckTimer(const Ev& ev) {
+  recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
+  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+  if (qp != nullptr) qp->OnAckTimer();
+}
+
+void FabricImpl::OnRnrTimer(const Ev& ev) {
+  recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
+  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+  if (qp != nullptr) qp->OnRnrTimer(ev.psn);
+}
+
 void QpImpl::OnAckTimer() {
   FabricImpl* f = dev_->fabric_;
   comp_.timer_pending = false;

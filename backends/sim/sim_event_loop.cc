@@ -40,18 +40,12 @@ void FabricImpl::Dispatch(const Ev& ev) {
     case EvKind::kPacket:
       OnPacket(ev);
       return;
-    case EvKind::kAckTimer: {
-      recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
-      QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
-      if (qp != nullptr) qp->OnAckTimer();
+    case EvKind::kAckTimer:
+      OnAckTimer(ev);
       return;
-    }
-    case EvKind::kRnrTimer: {
-      recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
-      QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
-      if (qp != nullptr) qp->OnRnrTimer(ev.psn);
+    case EvKind::kRnrTimer:
+      OnRnrTimer(ev);
       return;
-    }
     case EvKind::kUdSendDone: {
       QpImpl* qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
       if (qp == nullptr) return;

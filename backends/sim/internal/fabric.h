@@ -147,6 +147,10 @@ class FabricImpl final : public SimFabric {
   // A packet reached its destination port: the checks every packet passes,
   // then the QP's responder or completer (sim_wire.cc).
   void OnPacket(const Ev& ev);
+  // An ACK or RNR timer's event: traced, then handed to its QP if it still
+  // exists (sim_completer.cc).
+  void OnAckTimer(const Ev& ev);
+  void OnRnrTimer(const Ev& ev);
   void OnTimedFault(const TimedFault& f);
 
   SimConfig config_;
