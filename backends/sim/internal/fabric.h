@@ -10,8 +10,8 @@
 // adds completions to CQs and applies timed faults. Its methods are defined
 // by part: sim_fabric.cc (construction), sim_event_loop.cc (Step, Dispatch),
 // sim_links_faults.cc (Transmit, timed faults), sim_wire.cc (packet arrival),
-// sim_cq.cc (Completed); RunForCq is here, inline, because every poll runs
-// it.
+// sim_completer.cc (the timers' events), sim_cq.cc (Completed); RunForCq is
+// here, inline, because every poll runs it.
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_FABRIC_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_FABRIC_H_
 
