@@ -12,14 +12,13 @@ namespace softfab::sim::internal {
 
 void FabricImpl::Transmit(Ev pkt, uint32_t payload_bytes) {
   pkt.kind = EvKind::kPacket;
-  SimStats& stats = recorder_.stats();
-  ++stats.packets_sent;
+  ++recorder_.stats().packets_sent;
   const int32_t src = pkt.src_node;
   const int32_t dst = pkt.dst_node;
   Link& link = links_.MutableFor(src, dst);
   Node& sn = nodes_[src];
   auto drop = [&](uint64_t seq_hint) {
-    ++stats.packets_dropped;
+    ++recorder_.stats().packets_dropped;
     recorder_.Record(TraceKind::kPacketDropped, pkt, seq_hint, now());
     if (pkt.op == PktOp::kUdSend) ud_pool_.Release(pkt.aux);
   };

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "backends/sim/internal/event.h"
@@ -28,7 +29,7 @@ class PacketFaults {
 
   // `rules` must outlive this object (the fabric's own copy of the config).
   PacketFaults(const std::vector<PacketFault>& rules, uint64_t master_seed)
-      : rules_(&rules), counts_(rules.size(), 0) {
+      : rules_(rules), counts_(rules.size(), 0) {
     for (size_t i = 0; i < rules.size(); ++i) {
       rngs_.emplace_back(DeriveSeed(master_seed, 1000 + i));
     }
@@ -41,9 +42,8 @@ class PacketFaults {
   // delays add up in *effect, and a duplication asks for a copy. Inlined
   // into Transmit, its one caller: with no rules it costs one test a packet.
   [[gnu::always_inline]] bool Apply(uint64_t now_ns, Ev* pkt, Effect* effect) {
-    const std::vector<PacketFault>& rules = *rules_;
-    for (size_t i = 0; i < rules.size(); ++i) {
-      const PacketFault& f = rules[i];
+    for (size_t i = 0; i < rules_.size(); ++i) {
+      const PacketFault& f = rules_[i];
       if (counts_[i] >= f.count_max) continue;
       if (now_ns < f.start_ns || now_ns >= f.end_ns) continue;
       if (f.src_node >= 0 && f.src_node != pkt->src_node) continue;
@@ -95,7 +95,7 @@ class PacketFaults {
     return 0;
   }
 
-  const std::vector<PacketFault>* rules_;
+  std::span<const PacketFault> rules_;
   std::vector<Rng> rngs_;         // one stream per rule
   std::vector<uint32_t> counts_;  // packets each rule hit (up to count_max)
 };
