@@ -3,8 +3,9 @@
 // qp->resp: the send queue (send_queue.h) and the receive queue, the
 // attributes, and the requester's, completer's and responder's state. The
 // methods are defined by part: sim_qp.cc (state table, modify, flush),
-// sim_requester.cc (post send, transmit), sim_completer.cc (ACKs, retries,
-// send completions), sim_responder.cc (post recv, receive fetch).
+// sim_requester.cc (post send, transmit), sim_completer.cc (ACKs, timers,
+// retries, send completions), sim_responder.cc (request packets, post recv,
+// receive fetch), sim_wire.cc (UD delivery).
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_QP_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_QP_H_
 
@@ -120,6 +121,8 @@ class QpImpl final : public QueuePair {
   void ToSqe();
   void FlushSend();
   void FlushRecv();
+  // RESET: drops every WR and the receive in progress without completions.
+  void DiscardAll();
   void CompleteSend(const SendWqe& w, WcStatus status, uint32_t vendor_err);
   // `pkt`: the packet that caused it, or null (see FabricImpl::Completed; a
   // flush has none and is not solicited, as in current rxe; kernels before
@@ -143,7 +146,6 @@ class QpImpl final : public QueuePair {
   void OnResponse(const Ev& ev);
   void OnAckTimer();
   void OnRnrTimer(uint32_t psn);
-  void DiscardAll();
 
   // What the QP was created with, fixed for its life.
   DeviceImpl* dev_;

@@ -58,7 +58,7 @@ class SendQueue {
         mask_(RingSize(depth_) - 1),
         wqes_(mask_ + 1, SendWqe{}),
         sges_((mask_ + 1) * sge_max, Sge{}),
-        inline_(((mask_ + 1) * inline_max), 0) {}
+        inline_((mask_ + 1) * inline_max, 0) {}
 
   uint32_t depth() const { return depth_; }  // max_send_wr
   uint32_t sge_max() const { return sge_max_; }
