@@ -41,9 +41,10 @@ void BM_ConnectionFlood(benchmark::State& state) {
     core::EndpointAttr attr;
     attr.peers_max = peers_max;
     attr.tx_size = tx_size;
-    auto ep = core::Endpoint::Create(fabric->device(0), *pd, attr);
+    // The CQ outlives the endpoint bound to it (declared first).
     core::CompletionQueue cq(4096);
     core::AddressVector av(16);
+    auto ep = core::Endpoint::Create(fabric->device(0), *pd, attr);
     if (!ep.ok() || !(*ep)->BindCq(&cq, core::kSend | core::kRecv).ok() ||
         !(*ep)->BindAv(&av).ok() || !(*ep)->Enable().ok()) {
       state.SkipWithError("endpoint set-up failed");

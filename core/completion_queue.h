@@ -6,17 +6,17 @@
 // fails with EAGAIN instead, and reading entries makes room. Entries are kept
 // in the richest format (tagged); readers copy out the fields their format has.
 //
-// Progress is manual: reading a queue first runs `progress` (set by whoever
-// owns the endpoints bound to it), which polls the transport and may add
-// entries. Not thread-safe.
+// Progress is manual: reading a queue first runs the progress of every
+// endpoint bound to it (core/progress_source.h; endpoints register when they
+// bind), which polls the transport and may add entries. Not thread-safe.
 #ifndef SOFTFAB_CORE_COMPLETION_QUEUE_H_
 #define SOFTFAB_CORE_COMPLETION_QUEUE_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <vector>
 
+#include "core/progress_source.h"
 #include "core/prov_errno.h"
 #include "transport/status.h"
 
@@ -90,12 +90,10 @@ class CompletionQueue {
   bool has_error() const { return error_head_ < errors_.size(); }
   size_t pending() const { return count_; }
 
-  void set_progress(std::function<void()> progress) {
-    progress_ = std::move(progress);
-  }
-  void Progress() {
-    if (progress_) progress_();
-  }
+  // The endpoints bound to it, whose progress reads run (binding order).
+  ProgressSources<>& progress_sources() { return progress_sources_; }
+  // Runs every bound endpoint's progress once (what a read does first).
+  void Progress() { progress_sources_.Run(); }
 
  private:
   std::vector<CqEntry> ring_;
@@ -110,7 +108,7 @@ class CompletionQueue {
   std::vector<uint64_t> ring_seq_;
   std::vector<uint64_t> error_seq_;
   uint64_t next_seq_ = 0;
-  std::function<void()> progress_;
+  ProgressSources<> progress_sources_;
 };
 
 }  // namespace softfab::core

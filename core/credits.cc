@@ -1,12 +1,10 @@
 // Credits (see credits.h): registering the credit words, batching returns and
-// writing running totals back to the peers; and the endpoint's two ways in
-// (a consumed buffer's credit, the write-backs progress flushes).
+// writing running totals back to the peers.
 #include "core/credits.h"
 
 #include <algorithm>
 #include <utility>
 
-#include "core/endpoint.h"
 #include "core/internal/endpoint_common.h"
 
 namespace softfab::core {
@@ -43,58 +41,23 @@ void Credits::Return(PeerCredits& c, uint32_t peer) {
   }
 }
 
-template <typename Writable, typename Written>
-void Credits::FlushWrites(Writable writable, Written written) {
-  size_t kept = 0;
-  for (size_t i = 0; i < due_.size(); ++i) {
-    const uint32_t peer = due_[i];
-    const auto [c, qp] = writable(peer);
-    if (qp == nullptr) {
-      due_[kept++] = peer;
-      continue;
-    }
-    sources_[peer] = c->freed;
-    tp::Sge sge{reinterpret_cast<uint64_t>(&sources_[peer]), 8,
-                sources_mr_->lkey()};
-    tp::SendWr wr;
-    wr.wr_id = WrId(kWrCredit, peer);
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = tp::WrOpcode::kRdmaWrite;
-    wr.send_flags = tp::kSendSignaled;
-    wr.rdma.remote_addr = c->remote_addr;
-    wr.rdma.rkey = c->remote_rkey;
-    const tp::SendWr* bad = nullptr;
-    if (!qp->PostSend(&wr, &bad).ok()) {
-      due_[kept++] = peer;
-      continue;
-    }
-    written(peer);
-    c->freed_written = c->freed;
-    c->write_pending = false;
-  }
-  due_.resize(kept);
-}
-
-// ------------------------------------------------------------------- endpoint
-
-void Endpoint::ReturnCredit(uint32_t peer) {
-  credits_.Return(peers_[peer].credits, peer);
-}
-
-void Endpoint::FlushCreditWrites() {
-  credits_.FlushWrites(
-      [&](uint32_t peer) -> std::pair<PeerCredits*, tp::QueuePair*> {
-        Peer& p = peers_[peer];
-        if (!CanSend(p) || p.sq_outstanding >= attr_.tx_size + 8) {
-          return {nullptr, nullptr};
-        }
-        return {&p.credits, p.qp};
-      },
-      [&](uint32_t peer) {
-        ++stats_.credit_writes;
-        ++peers_[peer].sq_outstanding;
-      });
+bool Credits::PostWrite(uint32_t peer, PeerCredits* c, tp::QueuePair* qp) {
+  sources_[peer] = c->freed;
+  tp::Sge sge{reinterpret_cast<uint64_t>(&sources_[peer]), 8,
+              sources_mr_->lkey()};
+  tp::SendWr wr;
+  wr.wr_id = WrId(kWrCredit, peer);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = tp::WrOpcode::kRdmaWrite;
+  wr.send_flags = tp::kSendSignaled;
+  wr.rdma.remote_addr = c->remote_addr;
+  wr.rdma.rkey = c->remote_rkey;
+  const tp::SendWr* bad = nullptr;
+  if (!qp->PostSend(&wr, &bad).ok()) return false;
+  c->freed_written = c->freed;
+  c->write_pending = false;
+  return true;
 }
 
 }  // namespace softfab::core

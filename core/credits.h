@@ -13,9 +13,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::core {
 
@@ -76,12 +76,27 @@ class Credits {
   // the order they fell due). For each, `writable(peer)` returns its
   // PeerCredits and the QP to post on when the connection can take a WRITE
   // now, else {nullptr, nullptr}; `written(peer)` accounts a posted one.
-  // Peers not written stay due. Defined in credits.cc, whose
-  // Endpoint::FlushCreditWrites is its one user.
+  // Peers not written stay due.
   template <typename Writable, typename Written>
-  void FlushWrites(Writable writable, Written written);
+  void FlushWrites(Writable writable, Written written) {
+    size_t kept = 0;
+    for (size_t i = 0; i < due_.size(); ++i) {
+      const uint32_t peer = due_[i];
+      const auto [c, qp] = writable(peer);
+      if (qp == nullptr || !PostWrite(peer, c, qp)) {
+        due_[kept++] = peer;
+        continue;
+      }
+      written(peer);
+    }
+    due_.resize(kept);
+  }
 
  private:
+  // Posts the WRITE of `c`'s running total to `peer` on `qp`; false when the
+  // QP refused it (it stays due).
+  bool PostWrite(uint32_t peer, PeerCredits* c, transport::QueuePair* qp);
+
   uint32_t per_peer_ = 0;
   std::vector<uint64_t> words_;    // Written by peers.
   std::vector<uint64_t> sources_;  // What we write to them.

@@ -17,12 +17,12 @@ Status Endpoint::InitDgram() {
   // Datagrams up to the path MTU, each received with its GRH in front.
   dgram_mtu_ = tp::MtuBytes(port_.active_mtu);
   dgram_slot_bytes_ = kMsgPrefixBytes + dgram_mtu_;
-  tx_slot_bytes_ = dgram_mtu_;
-  tx_bounce_.assign(tx_slot_bytes_ * attr_.tx_size, 0);
+  if (Status s = tx_.RegisterSlots(pd_, attr_.tx_size, dgram_mtu_,
+                                   /*control=*/false);
+      !s.ok()) {
+    return s;
+  }
   dgram_rx_.assign(dgram_slot_bytes_ * attr_.rx_size, 0);
-  auto tx = pd_->RegMr(tx_bounce_.data(), tx_bounce_.size(), 0);
-  if (!tx.ok()) return tx.status();
-  tx_mr_ = *tx;
   auto rx =
       pd_->RegMr(dgram_rx_.data(), dgram_rx_.size(), tp::kAccessLocalWrite);
   if (!rx.ok()) return rx.status();
@@ -57,11 +57,11 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
   auto acquired = AcquireTx(a, len, internal::kNil);
   if (!acquired.ok()) return acquired.status();
   const uint32_t index = *acquired;
-  TxOp& op = tx_ops_[index];
+  TxOp& op = tx_.op(index);
   op.flags = kSend | kMsg;
   op.level = (a.flags & kInjectComplete) ? kInjectComplete : kTransmitComplete;
   // The first 40 bytes are the sender's prefix space; the datagram is the rest.
-  uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
+  uint8_t* slot = tx_.Slot(index);
   size_t skip = kMsgPrefixBytes, off = 0;
   for (size_t i = 0; i < a.iov_count; ++i) {
     const uint8_t* p = static_cast<const uint8_t*>(a.iov[i].iov_base);
@@ -72,7 +72,7 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
     off += n - drop;
   }
   tp::Sge sge{reinterpret_cast<uint64_t>(slot), static_cast<uint32_t>(off),
-              tx_mr_->lkey()};
+              tx_.lkey()};
   tp::SendWr wr;
   wr.wr_id = WrId(kWrTx, index);
   wr.sg_list = &sge;
@@ -103,12 +103,10 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
     std::optional<uint64_t> from;
     if (av_ != nullptr) from = av_->FindByLidQpn(wc.slid, wc.src_qp);
     const uint64_t source = from ? *from : (uint64_t{1} << 62);
-    TagMatcher& m = rx_->matchers_[0];
-    if (auto r = m.FindReceive(0, source)) {
-      const uint32_t rx = rx_->of_handle_[0][r->index];
-      m.RemoveReceive(*r);
-      RxOp& op = rx_->ops_[rx];
-      op.handle = ReceiveHandle{};
+    if (const uint32_t rx = rx_->FindReceive(false, 0, source);
+        rx != internal::kNil) {
+      rx_->Take(rx);  // Never a multi-recv buffer (CheckRecv).
+      const RxOp& op = rx_->op(rx);
       // The buffer gets the GRH prefix and then the data (FI_MSG_PREFIX).
       const size_t n = ScatterInto(op.iov, op.iov_count, 0, buf, wc.byte_len);
       CqEntry e;
@@ -117,7 +115,8 @@ void Endpoint::OnDgram(const tp::WorkCompletion& wc) {
       e.buf = op.iov_count ? op.iov[0].iov_base : nullptr;
       e.len = n;
       e.src_addr = from ? *from : ~uint64_t{0};
-      CompleteRx(rx, e, n < wc.byte_len ? kErrTruncated : 0, wc.byte_len - n);
+      rx_->CompleteRx(rx, e, n < wc.byte_len ? kErrTruncated : 0,
+                      wc.byte_len - n);
     } else {
       ++stats_.dgram_dropped;  // Unreliable: no receive, no datagram.
     }

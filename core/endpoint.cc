@@ -1,8 +1,8 @@
 // Endpoint (see endpoint.h for the map of its files): set-up (Create, Init,
 // the UD QP and the registered memory of an RDM or FI_EP_MSG endpoint),
 // teardown, binding CQs, AV and a shared receive context, fi_enable, the
-// options set before it, and the peer table (AV index or name to peer, and a
-// peer's source address).
+// options set before it, and the peer a destination names (the table itself
+// is core/connection_table.h).
 #include "core/endpoint.h"
 
 #include <algorithm>
@@ -55,12 +55,12 @@ Status Endpoint::Init() {
   if (Status s = device_->QueryDevice(&dev); !s.ok()) return s;
   // Inline data for the header and an inject-sized payload, as far as the
   // device allows.
-  inline_max_ = std::min<uint32_t>(dev.max_inline_data,
-                                   wire::kHeaderBytes + attr_.inject_size);
   // A rendezvous READ scatters into the receive's iovecs, one SGE each, as
   // far as the device allows (PostRead splits beyond that).
-  read_sge_max_ = static_cast<uint32_t>(
-      std::clamp<int32_t>(dev.max_sge, 1, static_cast<int32_t>(kIovMax)));
+  tx_.SetLimits(std::min<uint32_t>(dev.max_inline_data,
+                                   wire::kHeaderBytes + attr_.inject_size),
+                static_cast<uint32_t>(std::clamp<int32_t>(
+                    dev.max_sge, 1, static_cast<int32_t>(kIovMax))));
 
   // One peer's credit window must fit the shared receive queue: the bounce
   // buffers are posted a window at a time, so a larger window would post
@@ -69,7 +69,7 @@ Status Endpoint::Init() {
     return InvalidArgument(
         "credits exceed the device's shared receive queue depth (max_srq_wr)");
   }
-  const uint32_t send_depth = attr_.tx_size + kControlSlots + 8;
+  const uint32_t send_depth = attr_.tx_size + TransmitEngine::kControlSlots + 8;
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
                                                 CmChannel::kBuffers + 64);
   rx_bounce_max_ =
@@ -97,9 +97,8 @@ Status Endpoint::Init() {
   name_.lid = port_.lid;
   name_.cm_qpn = cm_qp_->qp_num();
   name_.qkey = kQkey;
-  tx_ops_.resize(attr_.tx_size);
-  for (uint32_t i = attr_.tx_size; i-- > 0;) tx_free_.push_back(i);
-  peers_.reserve(attr_.peers_max);
+  tx_.InitOps(attr_.tx_size);
+  conns_.Reserve(attr_.peers_max);
   return Status::Ok();
 }
 
@@ -144,19 +143,20 @@ Status Endpoint::InitRdm() {
 
   // Bounce buffers: tx slots hold header + payload of one send; rx buffers
   // take one SEND each.
-  tx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
   rx_slot_bytes_ = wire::kHeaderBytes + attr_.eager_max;
-  tx_bounce_.assign(
-      tx_slot_bytes_ * attr_.tx_size + wire::kHeaderBytes * kControlSlots, 0);
   // Registered in this order (the device hands out keys in order): tx
   // slots, the CM's slots, credit words, credit sources.
-  auto tx = pd_->RegMr(tx_bounce_.data(), tx_bounce_.size(), 0);
-  if (!tx.ok()) return tx.status();
-  tx_mr_ = *tx;
-  if (Status s = cm_.Register(pd_, tp::MtuBytes(port_.active_mtu)); !s.ok()) {
+  if (Status s = tx_.RegisterSlots(pd_, attr_.tx_size,
+                                   wire::kHeaderBytes + attr_.eager_max,
+                                   /*control=*/true);
+      !s.ok()) {
     return s;
   }
-  if (Status s = credits_.Register(pd_, attr_.peers_max, attr_.credits);
+  if (Status s = conns_.cm().Register(pd_, tp::MtuBytes(port_.active_mtu));
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = conns_.credits().Register(pd_, attr_.peers_max, attr_.credits);
       !s.ok()) {
     return s;
   }
@@ -165,7 +165,7 @@ Status Endpoint::InitRdm() {
   auto qp = NewUdQp(CmChannel::kBuffers, CmChannel::kBuffers);
   if (!qp.ok()) return qp.status();
   cm_qp_ = *qp;
-  return cm_.Start(cm_qp_);
+  return conns_.cm().Start(cm_qp_);
 }
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
@@ -191,62 +191,44 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
 }
 
 Endpoint::~Endpoint() {
+  for (CompletionQueue* cq : {tx_cq_, rx_cq_}) {
+    if (cq) cq->progress_sources().Remove(this);
+  }
   if (eq_) {
-    eq_->Remove(this);
+    eq_->progress_sources().Remove(this);
     eq_->Purge(user_handle_);  // Events naming us would dangle.
   }
-  auto& eps = rx_->endpoints_;
-  if (auto it = std::find(eps.begin(), eps.end(), this); it != eps.end()) {
-    eps.erase(it);
-  }
+  rx_->Detach(this);
   if (rx_ != own_rx_.get()) {
-    // A shared context outlives us: take back what refers to this endpoint.
-    for (uint32_t i = 0; i < rx_->unexpected_.size(); ++i) {
-      Unexpected& un = rx_->unexpected_[i];
-      if (!un.used || un.ep != this) continue;
-      if (un.recv_context != internal::kNil) {
-        // Reported to the application, which still holds its buffer and
-        // context: kept until claimed or discarded, with no endpoint behind
-        // it (its sender is gone with us).
-        un.ep = nullptr;
-        continue;
-      }
-      rx_->matchers_[(un.header.flags & wire::kTagged) != 0].RemoveUnexpected(
-          un.handle);
-      un.credit_held = true;  // Its count goes with the peer.
-      ReleaseUnexpected(i);
+    // A shared context outlives us: take back what refers to this endpoint
+    // (the messages that arrived here, the READs into its receives).
+    rx_->DropArrivalsOf(this);
+    for (uint32_t ri = 0; ri < tx_.read_count(); ++ri) {
+      if (tx_.read(ri).used) OnReadDone(ri, false);
     }
-    for (uint32_t ri = 0; ri < reads_.size(); ++ri) {
-      if (reads_[ri].used) OnReadDone(ri, false);
-    }
-    if (rx_->endpoints_.empty()) {
-      // The last user left: the context forgets its AV, and its CQ too when
-      // nothing posted or held still needs it (those keep the CQ open).
-      rx_->av_ = nullptr;
-      if (rx_->Idle()) rx_->cq_ = nullptr;
-    }
+    rx_->ReleaseIfUnused();
   }
   // QPs first (they reference the SRQ and CQs), then the rest. Failures are
   // ignored: the device releases everything with the fabric anyway.
-  for (Peer& p : peers_) {
+  for (Peer& p : conns_) {
     if (p.qp) (void)p.qp->Destroy();
     if (p.ah) (void)p.ah->Destroy();
   }
   if (cm_qp_) (void)cm_qp_->Destroy();
   if (srq_) (void)srq_->Destroy();
   // Registrations of rendezvous operations still in flight.
-  for (TxOp& op : tx_ops_) {
+  for (TxOp& op : tx_.ops()) {
     if (op.rdv_mr) ReleaseRdvMr(op);
   }
-  for (Read& rd : reads_) {
+  for (Read& rd : tx_.reads()) {
     for (tp::MemoryRegion* mr : rd.mrs) {
       if (mr) ReleaseMr(mr);
     }
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
-  if (tx_mr_) (void)tx_mr_->Destroy();
-  cm_.Deregister();
-  credits_.Deregister();
+  tx_.Deregister();
+  conns_.cm().Deregister();
+  conns_.credits().Deregister();
   if (dgram_mr_) (void)dgram_mr_->Destroy();
   for (tp::MemoryRegion* mr : rx_chunk_mrs_) (void)mr->Destroy();
   if (send_cq_) (void)send_cq_->Destroy();
@@ -261,6 +243,7 @@ Status Endpoint::BindCq(CompletionQueue* cq, uint64_t flags) {
     return InvalidArgument("bind flags must be FI_TRANSMIT and/or FI_RECV");
   }
   const bool selective = flags & kSelectiveCompletion;
+  CompletionQueue* const old[2] = {tx_cq_, rx_cq_};
   if (flags & kSend) {
     tx_cq_ = cq;
     tx_selective_ = selective;
@@ -268,6 +251,14 @@ Status Endpoint::BindCq(CompletionQueue* cq, uint64_t flags) {
   if (flags & kRecv) {
     rx_cq_ = cq;
     rx_selective_ = selective;
+  }
+  // Reads of `cq` run our progress from now on; a CQ this binding replaced
+  // in both roles no longer does.
+  cq->progress_sources().Add(this);
+  for (CompletionQueue* was : old) {
+    if (was != nullptr && was != tx_cq_ && was != rx_cq_) {
+      was->progress_sources().Remove(this);
+    }
   }
   return Status::Ok();
 }
@@ -287,27 +278,10 @@ Status Endpoint::Enable() {
   if (attr_.type == EndpointType::kRdm && av_ == nullptr) {
     return InvalidArgument("an RDM endpoint needs a bound address vector");
   }
-  if (rx_->shared_) {
-    if (rx_->cq_ != nullptr &&
-        (rx_->cq_ != rx_cq_ || rx_->selective_ != rx_selective_)) {
-      return InvalidArgument(
-          "endpoints sharing a receive context must bind the same receive CQ "
-          "(with the same selective-completion setting)");
-    }
-    if (rx_->av_ != nullptr && av_ != nullptr && rx_->av_ != av_) {
-      return InvalidArgument(
-          "endpoints sharing a receive context must bind the same AV");
-    }
-    if (rx_->attr_.buffered_limit > attr_.eager_max) {
-      return InvalidArgument(
-          "the shared context's FI_OPT_BUFFERED_LIMIT exceeds this endpoint's "
-          "eager size");
-    }
+  if (Status s = rx_->Attach(this, rx_cq_, rx_selective_, av_, attr_.eager_max);
+      !s.ok()) {
+    return s;
   }
-  rx_->cq_ = rx_cq_;
-  rx_->selective_ = rx_selective_;
-  if (rx_->av_ == nullptr) rx_->av_ = av_;
-  rx_->endpoints_.push_back(this);
   enabled_ = true;
   return Status::Ok();
 }
@@ -318,13 +292,13 @@ Status Endpoint::SetMinMultiRecv(size_t bytes) {
 
 Status Endpoint::BindRx(RxContext* rx) {
   if (enabled_) return InvalidArgument("endpoint already enabled");
-  if (rx == nullptr || !rx->shared_) {
+  if (rx == nullptr || !rx->shared()) {
     return InvalidArgument("not a shared receive context");
   }
   if (attr_.type == EndpointType::kDgram) {
     return NotSupported("DGRAM endpoints cannot share a receive context");
   }
-  if (rx->attr_.buffered != rx_->attr_.buffered) {
+  if (rx->attr().buffered != rx_->attr().buffered) {
     return InvalidArgument(
         "the endpoint and the shared context disagree on FI_BUFFERED_RECV");
   }
@@ -355,87 +329,16 @@ Status Endpoint::SetBufferedMin(size_t bytes) {
 
 // ------------------------------------------------------------------- peers
 
-uint32_t Endpoint::FindOrAddPeer(const wire::Name& name) {
-  if (auto it = peer_by_name_.find(name); it != peer_by_name_.end()) {
-    return it->second;
-  }
-  const uint32_t index = static_cast<uint32_t>(peers_.size());
-  peers_.emplace_back();
-  peers_.back().name = name;
-  peer_by_name_.emplace(name, index);
-  return index;
-}
-
 StatusOr<uint32_t> Endpoint::PeerFor(uint64_t dest) {
   if (attr_.type == EndpointType::kMsg) {
     // One connection; the destination address is ignored (fi_msg(3)).
-    if (listener_ || peers_.empty()) {
+    if (listener_ || conns_.empty()) {
       return Status(ENOTCONN, "FI_EP_MSG endpoint is not connected");
     }
     return 0u;
   }
   if (av_ == nullptr) return InvalidArgument("no address vector bound");
-  // AV index -> peer, cached while the AV is unchanged.
-  if (peer_of_dest_generation_ != av_->generation()) {
-    peer_of_dest_.clear();
-    peer_of_dest_generation_ = av_->generation();
-  }
-  if (dest < peer_of_dest_.size() && peer_of_dest_[dest] != internal::kNil) {
-    return peer_of_dest_[dest];
-  }
-  auto name = av_->Lookup(dest);
-  if (!name) return InvalidArgument("destination is not in the address vector");
-  uint32_t peer;
-  if (auto it = peer_by_name_.find(*name); it != peer_by_name_.end()) {
-    peer = it->second;
-  } else if (peers_.size() >= attr_.peers_max) {
-    return NoMemory("endpoint holds peers_max connections already");
-  } else {
-    peer = FindOrAddPeer(*name);
-  }
-  if (dest < (uint64_t{1} << 20)) {  // AV indices are small; bound the cache.
-    if (peer_of_dest_.size() <= dest) {
-      peer_of_dest_.resize(dest + 1, internal::kNil);
-    }
-    peer_of_dest_[dest] = peer;
-  }
-  return peer;
-}
-
-uint64_t Endpoint::SourceOf(uint32_t peer) const {
-  const Peer& p = peers_[peer];
-  if (av_ == nullptr) return UnknownSource(peer);
-  if (p.source_generation != av_->generation()) {
-    // Not in our AV: a placeholder source no directed receive names (until
-    // the peer is inserted: FindUnexpectedFor).
-    auto index = av_->Find(p.name);
-    p.source = index ? *index : UnknownSource(peer);
-    p.source_generation = av_->generation();
-  }
-  return p.source;
-}
-
-// A message is keyed by its source as the AV knew it when it arrived. One
-// that came from a peer not yet inserted carries the peer's placeholder; once
-// the peer is inserted, a receive directed to its address takes those too,
-// and before any keyed by the address (they arrived earlier). fi_msg(3):
-// src_addr is the "source address to receive from" for endpoints with
-// FI_DIRECTED_RECV; fabtests' functional/unexpected_msg checks that a message
-// received before fi_av_insert matches a directed receive posted after it.
-std::optional<MessageHandle> Endpoint::FindUnexpectedFor(
-    TagMatcher& m, uint64_t tag, uint64_t ignore, uint64_t source) const {
-  if (source != kAnySource && rx_->av_ != nullptr) {
-    if (auto name = rx_->av_->Lookup(source)) {
-      for (const Endpoint* e : rx_->endpoints_) {
-        auto it = e->peer_by_name_.find(*name);
-        if (it == e->peer_by_name_.end()) continue;
-        auto u = m.FindUnexpected(tag, ignore, UnknownSource(it->second));
-        // Placeholders are per endpoint: take it only if it came to `e`.
-        if (u && rx_->unexpected_[m.message(*u).cookie].ep == e) return u;
-      }
-    }
-  }
-  return m.FindUnexpected(tag, ignore, source);
+  return conns_.ForDest(*av_, dest, attr_.peers_max);
 }
 
 }  // namespace softfab::core

@@ -24,18 +24,25 @@
 //
 // Where each part lives (laid out like libfabric's rxm provider and UCX's ucp):
 // - endpoint.cc: set-up (Create, Init, the UD QP), teardown, binds, options,
-//   the peer table.
+//   the peer a destination address names.
+// - connection_table.{h,cc}: ConnectionTable, the peers (state of each
+//   connection, lookup by name, QP number and AV index, the busy list), the
+//   CM channel, an FI_EP_MSG connection's life, and the credits.
 // - wireup.cc: the RDM connection manager (requests, replies, retries); RC QP
 //   set-up and peer failure for both endpoint types.
 // - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
 // - cm_channel.{h,cc}: the CM's datagram slots, PSN and request-id sequences.
 // - send.cc: every send (checks, tx slots, posting, completion levels), acks.
-// - message_arrival.cc: bounce buffers; acks and messages arriving, matched
-//   against receives or kept as unexpected.
+// - transmit_engine.{h,cc}: TransmitEngine, the sends and READs in flight
+//   and the registered bounce slots they use.
+// - message_arrival.cc: bounce buffers; acks and messages arriving, handed
+//   to the receive context to match or keep; the endpoint's receive checks.
 // - rendezvous.cc: the sender exposes its buffer, the target READs it.
-// - credits.{h,cc}: credit flow control and write-backs.
-// - rx_context.{h,cc}: RxContext; posting, multi-recv, cancel, completions.
-// - peek_claim_discard.cc: FI_PEEK/FI_CLAIM/FI_DISCARD, buffered receives.
+// - credits.{h,cc}: Credits, the credit words and their write-backs.
+// - rx_context.{h,cc}: RxContext, which owns receives, matching, unexpected
+//   messages and receive completions; the endpoint is its RxClient.
+// - peek_claim_discard.cc: RxContext's FI_PEEK/FI_CLAIM/FI_DISCARD and
+//   buffered receives.
 // - dgram.cc: FI_EP_DGRAM over the UD QP.
 // - progress.cc: CQ polling and dispatch, timers, queued work.
 //
@@ -55,17 +62,19 @@
 #include <vector>
 
 #include "core/address_vector.h"
-#include "core/cm_channel.h"
 #include "core/completion_queue.h"
+#include "core/connection_table.h"
 #include "core/credits.h"
 #include "core/event_queue.h"
 #include "core/flags.h"
 #include "core/matcher.h"
 #include "core/mr_cache.h"
+#include "core/progress_source.h"
 #include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
+#include "core/transmit_engine.h"
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::core {
 
@@ -73,10 +82,13 @@ enum class EndpointType : uint8_t { kMsg, kRdm, kDgram };
 
 struct EndpointAttr {
   EndpointType type = EndpointType::kRdm;
-  uint32_t tx_size = 256;     // Sends in flight (including queued ones).
-  uint32_t rx_size = 256;     // Receives posted at once.
-  uint32_t eager_max = 8192;  // Largest message sent eagerly.
-  uint64_t max_msg_size = 1ull << 30;  // Larger ones use rendezvous (READ).
+  uint32_t tx_size = 256;  // Sends in flight (including queued ones).
+  uint32_t rx_size = 256;  // Receives posted at once.
+  // Largest message sent eagerly; larger ones use rendezvous (READ).
+  uint32_t eager_max = 8192;
+  // Largest message a send may carry (ep_attr->max_msg_size); FI_VARIABLE_MSG
+  // lifts it to what one READ reaches (see max_msg_size()).
+  uint64_t max_msg_size = 1ull << 30;
   uint32_t inject_size = 256;
   uint32_t credits = 64;      // SENDs in flight to one peer.
   uint32_t peers_max = 1024;  // Connections one endpoint can hold.
@@ -122,9 +134,18 @@ struct SendArgs {
   bool tagged = false;
 };
 
-class Endpoint {
+// The API-facing endpoint (fi_endpoint, fi_passive_ep). It owns its
+// transport objects (the UD QP, its two transport CQs, the SRQ and the RC QPs
+// through its peers), the receive bounce buffers, the DGRAM state, and three
+// parts with headers of their own: the ConnectionTable (peers, connections
+// and their wireup, credits), the TransmitEngine (sends and READs in
+// flight, tx bounce slots) and, unless it shares one, its RxContext
+// (receives and matching). It runs the protocol between them, as the
+// RxClient of its receive context and the ProgressSource of the queues it is
+// bound to.
+class Endpoint final : public RxClient {
  public:
-  static constexpr size_t kIovMax = 4;
+  static constexpr size_t kIovMax = RxContext::kIovMax;
   static constexpr size_t kMinMultiRecvDefault = 8192;
 
   // Creates an endpoint on `pd`'s device. `pd` must outlive it.
@@ -137,6 +158,8 @@ class Endpoint {
   Endpoint& operator=(const Endpoint&) = delete;
 
   // fi_ep_bind. `flags`: kSend and/or kRecv, plus kSelectiveCompletion.
+  // Reads of `cq` run this endpoint's progress from then on (a CQ the call
+  // replaces in both roles stops); `cq` must outlive the endpoint.
   static constexpr uint64_t kSelectiveCompletion = 1ull << 59;
   Status BindCq(CompletionQueue* cq, uint64_t flags);
   Status BindAv(AddressVector* av);
@@ -159,7 +182,7 @@ class Endpoint {
   }
 
   Status Send(const SendArgs& args);
-  Status Recv(const RecvArgs& args);
+  Status Recv(const RecvArgs& args) override;
   // fi_cancel: the oldest posted receive with `context` completes with
   // ECANCELED. ENOENT when there is none.
   Status Cancel(void* context);
@@ -178,8 +201,9 @@ class Endpoint {
   Status SetBufferedMin(size_t bytes);
   size_t buffered_min() const { return buffered_min_; }
 
-  // Polls the transport and runs the protocol. Called by CQ reads.
-  void Progress();
+  // Polls the transport and runs the protocol. Run by reads of the queues it
+  // is bound to (it registers with them as it binds: BindCq, BindEq, Enable).
+  void Progress() override;
   // Arms the endpoint's transport CQs (EndpointAttr::channel) so that the
   // next completion on either raises an event on the channel. A waiter arms,
   // runs Progress once more (completions that came before the arm raise
@@ -242,115 +266,23 @@ class Endpoint {
   StatusOr<transport::QueuePair*> NewUdQp(uint32_t send_depth,
                                           uint32_t recv_depth);
 
-  enum class PeerState : uint8_t { kIdle, kConnecting, kConnected, kFailed };
-  struct Peer {
-    wire::Name name;
-    // SourceOf's answer, valid while the AV's generation is unchanged.
-    mutable uint64_t source = 0;
-    mutable uint64_t source_generation = ~uint64_t{0};
-    PeerState state = PeerState::kIdle;
-    // The far QP can receive. The side that accepts a connection learns it
-    // from the first message the peer sends on it (the IB CM's ready-to-use);
-    // sending earlier would hit a QP still in INIT and wait an ack timeout.
-    bool ready = false;
-    transport::QueuePair* qp = nullptr;
-    transport::AddressHandle* ah = nullptr;  // For CM datagrams to it.
-    uint32_t psn = 0;
-    uint64_t request_id = 0;   // Our outstanding CM request.
-    uint64_t answered_id = 0;  // Their request we replied to.
-    uint32_t remote_qpn = 0;
-    // Connecting: the next CM retry. Accepted and not yet ready: when the
-    // peer counts as gone if it has not spoken (sends waiting).
-    uint64_t retry_at_ns = 0;
-    bool deadline_armed = false;  // That deadline has a wakeup scheduled.
-    uint32_t retries = 0;
-    PeerCredits credits;
-    uint32_t peer_buffered_min = 0;  // Its FI_OPT_BUFFERED_MIN.
-    // A listener's entry: the request it reported (to see it decided) and
-    // when the connector was last heard from.
-    std::shared_ptr<const ConnRequest> request;
-    uint64_t last_heard_ns = 0;
-    uint32_t sq_outstanding = 0;
-    std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
-    uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
-    int failed_err = 0;            // Why the peer failed (kFailed),
-    int failed_prov_errno = 0;     // and its cause (core/prov_errno.h).
-    // Acks and read-dones waiting for a credit: (op, msg id).
-    std::deque<std::pair<wire::Op, uint64_t>> acks;
-    std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.
-    // Unexpected messages from this peer whose credit went back at once. Past
-    // `credits` of them a buffered message keeps its credit until a receive
-    // takes it: the sender is throttled and memory stays bounded.
-    uint32_t unexpected_buffered = 0;
-    // Those whose credit is withheld. An honest peer cannot have more than
-    // `credits` of them (it has no credit left to send one more); a message
-    // past that comes from a peer that ignores credits and is dropped.
-    uint32_t unexpected_withheld = 0;
-    bool listed = false;  // On busy_.
-  };
+  using Peer = ConnectionTable::Peer;
+  using PeerState = ConnectionTable::PeerState;
 
-  struct TxOp {
-    bool used = false;
-    uint32_t peer = 0;
-    void* context = nullptr;
-    uint64_t flags = 0;  // CQ flags (kSend | kMsg/kTagged) and op flags.
-    uint64_t level = 0;  // The completion level it waits for.
-    size_t len = 0;
-    bool wants_entry = false;  // Writes a CQ entry on success.
-    bool reserved = false;     // Holds a CQ reservation (errors always fit).
-    bool sent = false;         // SEND posted.
-    bool acked = false;        // Target ack (delivery/match) seen.
-    bool send_done = false;    // SEND completed at the transport.
-    bool rendezvous = false;   // Waits for the target's kReadDone.
-    bool fenced = false;       // FI_FENCE: posted once in_flight is 0.
-    size_t prefix = 0;         // Rendezvous: payload bytes sent with it.
-    transport::MemoryRegion* rdv_mr = nullptr;  // Registered here: released.
-    bool rdv_mr_cached = false;     // rdv_mr came from AcquireMr (user buffer).
-    std::vector<uint8_t> rdv_copy;  // A vectored large message, gathered.
-    wire::Header header;
-  };
-
-  // An RDMA READ of a rendezvous payload into a receive.
+  using TxOp = TransmitEngine::TxOp;
+  using Read = TransmitEngine::Read;
   using RxOp = RxContext::RxOp;
-  using Unexpected = RxContext::Unexpected;
 
-  struct Read {
-    bool used = false;
-    uint32_t rx = 0;
-    uint32_t peer = 0;
-    wire::Header header;
-    void* buf = nullptr;    // Where it lands (first byte).
-    size_t len = 0;         // Bytes read (<= header.length).
-    uint64_t cq_flags = 0;  // Extra entry flags (kClaim).
-    transport::MemoryRegion* mrs[kIovMax] = {};  // Registered here.
-    // READ work requests posted and not yet completed: one per
-    // read_sge_max_ pieces of the receive (PostRead splits when the device
-    // takes fewer SGEs than the receive has iovecs).
-    uint32_t wrs_pending = 0;
-    bool failed = false;  // One of them completed in error,
-    int prov_errno = 0;   // and why (the first failure's cause).
-  };
-
-  static bool CanSend(const Peer& p) {
-    return p.state == PeerState::kConnected && p.ready;
-  }
-
-  // Peers (endpoint.cc).
+  // Peers (endpoint.cc; the table is core/connection_table.h).
   StatusOr<uint32_t> PeerFor(uint64_t dest);
-  uint32_t FindOrAddPeer(const wire::Name& name);
-  uint64_t SourceOf(uint32_t peer) const;
-  // The source a message from `peer` carries while the AV does not hold it
-  // (bit 62 set: never an AV index).
-  static uint64_t UnknownSource(uint32_t peer) {
-    return (uint64_t{1} << 62) | peer;
+  // RxClient: a peer's source address (UnknownSource while the AV does not
+  // hold it), and the peer of a name.
+  uint64_t SourceOf(uint32_t peer) const override {
+    return conns_.SourceOf(av_, peer);
   }
-  // The oldest unexpected message in `m` a receive (tag, ignore, source)
-  // takes, counting those that arrived before their sender was in the AV
-  // (keyed then by the sender's placeholder source) as from the address it
-  // was inserted at since.
-  std::optional<MessageHandle> FindUnexpectedFor(TagMatcher& m, uint64_t tag,
-                                                 uint64_t ignore,
-                                                 uint64_t source) const;
+  std::optional<uint32_t> PeerNamed(const wire::Name& name) const override {
+    return conns_.Find(name);
+  }
 
   // Sending (send.cc).
   // Enabled, and a usable iov list (what every post checks first).
@@ -373,7 +305,8 @@ class Endpoint {
   void ReleaseMr(transport::MemoryRegion* mr);
   void ReleaseRdvMr(TxOp& op);
   // Sends an ack now, or queues it until the peer has a credit again.
-  void SendAck(uint32_t peer, uint64_t msg_id, wire::Op op = wire::Op::kAck);
+  void SendAck(uint32_t peer, uint64_t msg_id,
+               wire::Op op = wire::Op::kAck) override;
   Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
 
   // Rendezvous (rendezvous.cc).
@@ -383,7 +316,7 @@ class Endpoint {
   // READ the payload into receive `rx_index` (any capacity; truncates), then
   // kReadDone to the sender.
   void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-                 uint64_t cq_flags);
+                 uint64_t cq_flags) override;
   void OnReadDone(uint32_t read_index, bool ok);
   // One READ work request of `read_index` completed with `status` (a
   // transport::WcStatus; 0: success);
@@ -410,37 +343,14 @@ class Endpoint {
   // Posts one more chunk of bounce buffers, if the SRQ has room for it.
   Status AddBounceChunk();
 
-  // The receive side (rx_context.cc).
+  // Receives (message_arrival.cc): the endpoint's checks, then its receive
+  // context (core/rx_context.h) posts and matches.
   Status CheckRecv(const RecvArgs& args) const;
-  // Takes a receive slot for `a` (the caller checked one is free).
-  uint32_t NewRxOp(const RecvArgs& a, bool wants_entry);
-  void Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-               const uint8_t* payload, size_t payload_len);
-  // Fills the common fields of a receive's entry for a message from `peer`.
-  CqEntry RecvEntry(const RxOp& r, uint32_t peer, const wire::Header& h) const;
-  // Multi-recv bookkeeping after `bytes` more were handed out; true when the
-  // buffer was released by it.
-  bool ConsumeMulti(uint32_t rx_index, size_t bytes);
-  // An error entry carries `prov_errno` (core/prov_errno.h; 0: the one
-  // `err` implies).
-  void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err, size_t olen,
-                  int prov_errno = 0);
-  // A buffered unexpected message was taken (matched, claimed, discarded).
-  void ReleaseUnexpected(uint32_t index);
+  // RxClient: a kept message from `peer` is gone.
+  void UnexpectedReleased(uint32_t peer, bool credit_held) override;
 
-  // Peek, claim, discard and buffered receives (peek_claim_discard.cc).
-  Status HandlePeekClaimDiscard(const RecvArgs& args);
-  // Buffered mode: reports held message `ui` (which arrived here), with a
-  // RecvContext as op_context; `rx_index` is the tag receive it matched
-  // (kNil: untagged, reported on arrival).
-  void ReportBuffered(uint32_t ui, uint32_t rx_index);
-
-  // Credits (credits.cc).
-  uint64_t AvailableCredits(const Peer& peer) const {
-    const uint32_t index = static_cast<uint32_t>(&peer - peers_.data());
-    return credits_.Available(peer.credits, index);
-  }
-  void ReturnCredit(uint32_t peer);
+  // Writes back the credits owed to peers that can take a WRITE now
+  // (progress.cc).
   void FlushCreditWrites();
 
   // Connection management (wireup.cc).
@@ -483,9 +393,6 @@ class Endpoint {
   Status SendDgram(const SendArgs& args, size_t len);
   void OnDgram(const transport::WorkCompletion& wc);
 
-  // Progress (progress.cc).
-  void MarkBusy(uint32_t peer);
-
   transport::Device* device_;
   transport::ProtectionDomain* pd_;
   EndpointAttr attr_;
@@ -505,13 +412,6 @@ class Endpoint {
   bool listener_ = false;
   EventQueue* eq_ = nullptr;
   void* user_handle_ = nullptr;
-  bool accepted_ = false;                // This side accepted (waits for RTU).
-  bool connected_reported_ = false;      // kEqConnected written.
-  bool shutdown_ = false;                // fi_shutdown called.
-  bool peer_shutdown_reported_ = false;  // The peer's crossing kDisconnect.
-  bool disconnect_pending_ = false;      // Our kDisconnect not yet answered.
-  uint8_t cm_data_[wire::kCmDataMax] = {};  // Private data we send.
-  uint8_t cm_data_len_ = 0;
   AddressVector* av_ = nullptr;
 
   transport::CompletionQueue* send_cq_ = nullptr;
@@ -520,19 +420,20 @@ class Endpoint {
   // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
   // (DGRAM).
   transport::QueuePair* cm_qp_ = nullptr;
-  CmChannel cm_;
-  Credits credits_;
+  // Peers, their connections (the CM's channel, an FI_EP_MSG connection's
+  // life) and credits.
+  ConnectionTable conns_;
 
-  // Registered memory: tx bounce slots and rx bounce buffers (the CM's and the
-  // credits' are in cm_ and credits_).
-  std::vector<uint8_t> tx_bounce_;
+  // Sends in flight, their bounce slots, and READs in flight.
+  TransmitEngine tx_;
+
+  // Registered receive memory (the CM's and the credits' are in conns_, the
+  // tx slots' in tx_).
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
   std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;
   std::vector<transport::MemoryRegion*> rx_chunk_mrs_;
   uint32_t rx_bounce_max_ = 0;
-  transport::MemoryRegion* tx_mr_ = nullptr;
-  size_t tx_slot_bytes_ = 0;
   size_t rx_slot_bytes_ = 0;
   uint32_t rx_bounce_count_ = 0;
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
@@ -541,25 +442,7 @@ class Endpoint {
   size_t dgram_slot_bytes_ = 0;
   uint32_t dgram_mtu_ = 0;
   std::map<uint64_t, transport::AddressHandle*> dgram_ah_;
-  uint32_t control_next_ = 0;
 
-  std::vector<TxOp> tx_ops_;
-  uint32_t inline_max_ = 0;  // bytes a send may carry inline (inline_sends)
-  // SGEs per RDMA READ: the device's max_sge, at most kIovMax. A rendezvous
-  // receive with more iovecs than this is read with several READs.
-  uint32_t read_sge_max_ = 1;
-  std::vector<uint32_t> tx_free_;
-  std::vector<Read> reads_;
-  std::vector<uint32_t> reads_free_;
-
-  std::vector<Peer> peers_;
-  std::map<wire::Name, uint32_t> peer_by_name_;
-  std::map<uint32_t, uint32_t> peer_by_qpn_;
-  std::vector<uint32_t> peer_of_dest_;  // AV index -> peer (kNil: unknown).
-  uint64_t peer_of_dest_generation_ = ~uint64_t{0};
-  // Peers with queued work (sends, acks, READs) or connecting: what progress
-  // looks at beyond the CQs.
-  std::vector<uint32_t> busy_;
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival
   // order (at most the bounce buffers there are: theirs are not reposted).

@@ -4,20 +4,7 @@
 
 #include <algorithm>
 
-#include "core/endpoint.h"
-
 namespace softfab::core {
-
-void EventQueue::Add(Endpoint* ep) {
-  if (std::find(endpoints_.begin(), endpoints_.end(), ep) == endpoints_.end()) {
-    endpoints_.push_back(ep);
-  }
-}
-
-void EventQueue::Remove(Endpoint* ep) {
-  auto it = std::find(endpoints_.begin(), endpoints_.end(), ep);
-  if (it != endpoints_.end()) endpoints_.erase(it);
-}
 
 void EventQueue::Push(EqEvent event) {
   if (events_.size() >= size_) {
@@ -35,11 +22,6 @@ void EventQueue::Push(EqEvent event) {
 
 void EventQueue::Purge(void* fid) {
   std::erase_if(events_, [fid](const EqEvent& e) { return e.fid == fid; });
-}
-
-void EventQueue::Progress() {
-  // Index loop: an endpoint's progress does not bind or unbind endpoints.
-  for (size_t i = 0; i < endpoints_.size(); ++i) endpoints_[i]->Progress();
 }
 
 StatusOr<const EqEvent*> EventQueue::Read(bool peek) {

@@ -2,7 +2,8 @@
 // endpoints and their listeners, in the order they happened, errors included.
 //
 // Progress is manual, as for completion queues: reading the queue first runs
-// the progress of every endpoint (and listener) bound to it. Not thread-safe.
+// the progress of every endpoint (and listener) bound to it
+// (core/progress_source.h). Not thread-safe.
 #ifndef SOFTFAB_CORE_EVENT_QUEUE_H_
 #define SOFTFAB_CORE_EVENT_QUEUE_H_
 
@@ -14,12 +15,11 @@
 #include <utility>
 #include <vector>
 
-#include "transport/status.h"
+#include "core/progress_source.h"
 #include "core/wire.h"
+#include "transport/status.h"
 
 namespace softfab::core {
-
-class Endpoint;
 
 // A connection request as the listener received it; an accepting endpoint is
 // created from it (fi_info's handle).
@@ -60,10 +60,9 @@ class EventQueue {
   EventQueue& operator=(const EventQueue&) = delete;
 
   size_t size() const { return size_; }
-  // Bound endpoints, progressed by reads in binding order.
-  void Add(Endpoint* ep);
-  void Remove(Endpoint* ep);
-  size_t bound() const { return endpoints_.size(); }
+  // Bound endpoints and listeners, progressed by reads in binding order.
+  ProgressSources<>& progress_sources() { return progress_sources_; }
+  size_t bound() const { return progress_sources_.size(); }
 
   // Appends an event. Connection events are few (one or two per connection),
   // so a full queue drops the oldest non-error one and counts it.
@@ -86,7 +85,7 @@ class EventQueue {
   // Destroys `handle` if it is `request`'s peek handle, and returns whether
   // it was; false: the handle is not one of ours.
   static bool ReleasePeekHandle(const ConnRequest& request, const void* handle);
-  void Progress();
+  void Progress() { progress_sources_.Run(); }
   bool empty() const { return events_.empty(); }
   bool full() const { return events_.size() >= size_; }
   // Drops the events of an object that is going away (their fid would
@@ -98,7 +97,7 @@ class EventQueue {
   size_t size_;
   std::deque<EqEvent> events_;
   EqEvent last_;  // What Read returned last (valid until the next read).
-  std::vector<Endpoint*> endpoints_;
+  ProgressSources<> progress_sources_;
   uint64_t dropped_ = 0;
   // Peek handles held, with their requests (kept alive meanwhile); few: one
   // per connection request peeked and not freed.

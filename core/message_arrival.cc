@@ -2,7 +2,9 @@
 // eager_rcv.c): the bounce buffers on the shared receive queue, headers
 // checked, acks that finish sends, and messages matched against posted
 // receives or kept as unexpected (their credit returned at once, up to a
-// bound).
+// bound); and the endpoint's side of receiving (its checks on a receive, the
+// peer accounting of kept messages). Matching itself is the receive
+// context's (core/rx_context.h).
 #include <memory>
 #include <utility>
 
@@ -13,6 +15,70 @@
 namespace softfab::core {
 
 namespace tp = ::softfab::transport;
+
+// ------------------------------------------------------------------- receives
+
+Status Endpoint::CheckRecv(const RecvArgs& a) const {
+  if (Status s = CheckPostable(a.iov, a.iov_count); !s.ok()) return s;
+  if (a.flags & ~kRecvOpFlags) return InvalidArgument("unknown receive flags");
+  if ((a.flags & kMultiRecv) &&
+      (a.iov_count != 1 || (a.flags & (kPeek | kClaim | kDiscard)))) {
+    return InvalidArgument("FI_MULTI_RECV takes exactly one buffer");
+  }
+  const bool buffered = rx_->attr().buffered;
+  if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim)) && !buffered) {
+    return InvalidArgument("FI_DISCARD goes with FI_PEEK or FI_CLAIM");
+  }
+  if (attr_.type == EndpointType::kDgram &&
+      (a.tagged || (a.flags & kMultiRecv) ||
+       IovBytes(a.iov, a.iov_count) < kMsgPrefixBytes)) {
+    return a.tagged || (a.flags & kMultiRecv)
+               ? NotSupported("DGRAM endpoints take plain fi_msg receives")
+               : InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
+  }
+  if (buffered && (a.flags & kMultiRecv)) {
+    return InvalidArgument("FI_MULTI_RECV does not apply to buffered receives");
+  }
+  if (buffered && !a.tagged && !(a.flags & (kPeek | kClaim | kDiscard))) {
+    return InvalidArgument(
+        "an FI_BUFFERED_RECV endpoint reports messages without receives: post "
+        "FI_CLAIM or FI_DISCARD with the entry's fi_recv_context");
+  }
+  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged && !buffered) {
+    return NotSupported(
+        "FI_PEEK/FI_CLAIM/FI_DISCARD on untagged receives need "
+        "FI_BUFFERED_RECV");
+  }
+  if ((a.flags & kPeek) && !a.tagged) {
+    return NotSupported("FI_PEEK is a tagged operation (fi_tagged(3))");
+  }
+  if (a.src != kAnySource && (rx_->attr().caps & kDirectedRecv) &&
+      (rx_->av() == nullptr || !rx_->av()->Lookup(a.src))) {
+    return InvalidArgument("source address is not in the address vector");
+  }
+  return Status::Ok();
+}
+
+Status Endpoint::Recv(const RecvArgs& a) {
+  if (Status s = CheckRecv(a); !s.ok()) return s;
+  const Status s = rx_->Post(a);
+  if (s.code() == EAGAIN) ++stats_.eagain;
+  return s;
+}
+
+Status Endpoint::Cancel(void* context) { return rx_->CancelPosted(context); }
+
+void Endpoint::UnexpectedReleased(uint32_t peer, bool credit_held) {
+  --stats_.unexpected_held;
+  if (credit_held) {
+    --conns_[peer].unexpected_withheld;
+    conns_.ReturnCredit(peer);
+  } else {
+    --conns_[peer].unexpected_buffered;
+  }
+}
+
+// ------------------------------------------------------------------- arrivals
 
 Status Endpoint::AddBounceChunk() {
   if (rx_bounce_count_ + attr_.credits > rx_bounce_max_) {
@@ -44,15 +110,15 @@ Status Endpoint::RepostBounce(uint32_t index) {
 void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   bool return_credit = true;
   const uint32_t index = static_cast<uint32_t>(IndexOf(wc.wr_id));
-  auto it = peer_by_qpn_.find(wc.qp_num);
-  if (wc.status != tp::WcStatus::kSuccess || it == peer_by_qpn_.end()) {
+  const std::optional<uint32_t> from = conns_.ByQpn(wc.qp_num);
+  if (wc.status != tp::WcStatus::kSuccess || !from) {
     // A flushed buffer (QP or SRQ torn down) or a stray: put it back.
     if (wc.status == tp::WcStatus::kSuccess) ++stats_.bad_headers;
     if (wc.status != tp::WcStatus::kWrFlushErr) (void)RepostBounce(index);
     return;
   }
-  const uint32_t peer = it->second;
-  peers_[peer].ready = true;  // It sent on the connection: it can receive.
+  const uint32_t peer = *from;
+  conns_[peer].ready = true;  // It sent on the connection: it can receive.
   const uint8_t* buf = BounceAt(index);
   wire::Header h;
   const size_t payload_len = wc.byte_len - wire::kHeaderBytes;
@@ -65,10 +131,10 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   } else if (h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) {
     // A rendezvous send finishes on kReadDone only (its buffer is read
     // until then); other sends on kAck.
-    if (h.msg_id < tx_ops_.size() && tx_ops_[h.msg_id].used &&
-        tx_ops_[h.msg_id].peer == peer &&
-        tx_ops_[h.msg_id].rendezvous == (h.op == wire::Op::kReadDone)) {
-      tx_ops_[h.msg_id].acked = true;
+    if (h.msg_id < tx_.size() && tx_.op(h.msg_id).used &&
+        tx_.op(h.msg_id).peer == peer &&
+        tx_.op(h.msg_id).rendezvous == (h.op == wire::Op::kReadDone)) {
+      tx_.op(h.msg_id).acked = true;
       MaybeFinishTx(static_cast<uint32_t>(h.msg_id));
     }
   } else {
@@ -77,7 +143,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     return_credit = OnMessage(peer, h, buf + wire::kHeaderBytes, payload_len);
   }
   (void)RepostBounce(index);
-  if (return_credit) ReturnCredit(peer);
+  if (return_credit) conns_.ReturnCredit(peer);
 }
 
 bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
@@ -85,31 +151,30 @@ bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
       wc.status != tp::WcStatus::kSuccess) {
     return false;
   }
-  auto it = peer_by_qpn_.find(wc.qp_num);
+  const std::optional<uint32_t> from = conns_.ByQpn(wc.qp_num);
   wire::Header h;
-  if (it == peer_by_qpn_.end() ||
+  if (!from ||
       !wire::Decode(BounceAt(static_cast<uint32_t>(IndexOf(wc.wr_id))),
                     wc.byte_len, &h) ||
       (h.op != wire::Op::kEager && h.op != wire::Op::kRendezvous)) {
     return false;  // Acks, read-dones and bad headers write no entry.
   }
-  if (rx_->attr_.buffered) return true;
+  if (rx_->attr().buffered) return true;
   // Only a multi-recv buffer writes an entry per message.
-  const bool tagged = h.flags & wire::kTagged;
-  auto r = rx_->matchers_[tagged].FindReceive(tagged ? h.tag : 0,
-                                              SourceOf(it->second));
-  return r && (rx_->ops_[rx_->of_handle_[tagged][r->index]].flags & kMultiRecv);
+  const uint32_t r =
+      rx_->FindReceive((h.flags & wire::kTagged) != 0, h.tag, SourceOf(*from));
+  return r != internal::kNil && (rx_->op(r).flags & kMultiRecv);
 }
 
 bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
                          const uint8_t* payload, size_t len) {
   const bool rendezvous = h.op == wire::Op::kRendezvous;
   const bool tagged = h.flags & wire::kTagged;
-  const bool buffered = rx_->attr_.buffered;
-  TagMatcher& m = rx_->matchers_[tagged];
+  const bool buffered = rx_->attr().buffered;
   const uint64_t source = SourceOf(peer);
-  auto r = m.FindReceive(tagged ? h.tag : 0, source);
-  Peer& p = peers_[peer];
+  const uint32_t rx = rx_->FindReceive(tagged, h.tag, source);
+  const bool r = rx != internal::kNil;
+  Peer& p = conns_[peer];
   const bool credit_held = p.unexpected_buffered >= attr_.credits;
   if ((!r || buffered) && credit_held &&
       p.unexpected_withheld >= attr_.credits) {
@@ -118,19 +183,12 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
     ++stats_.overrun_dropped;
     return false;
   }
-  uint32_t rx = internal::kNil;
-  if (r) {
-    rx = rx_->of_handle_[tagged][r->index];
-    if (!(rx_->ops_[rx].flags & kMultiRecv)) {
-      m.RemoveReceive(*r);
-      rx_->ops_[rx].handle = ReceiveHandle{};
-    }
-  }
+  if (r) rx_->Take(rx);
   if (r && !buffered) {
     if (rendezvous) {
       StartRead(rx, peer, h, 0);
     } else {
-      Deliver(rx, peer, h, payload, len);
+      rx_->Deliver(rx, source, h, payload, len);
       if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
         SendAck(peer, h.msg_id);
       }
@@ -138,28 +196,21 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
     return true;
   }
   // Unexpected, or held in our buffer (buffered mode).
-  const uint32_t ui = TakeSlot(rx_->unexpected_, rx_->unexpected_free_);
-  Unexpected& un = rx_->unexpected_[ui];
   bool return_credit = true;
-  un.used = true;
-  un.credit_held = credit_held;
-  if (un.credit_held) {
+  if (credit_held) {
     return_credit = false;
     ++p.unexpected_withheld;
   } else {
     ++p.unexpected_buffered;
   }
-  un.ep = this;
-  un.peer = peer;
-  un.header = h;
-  un.payload.assign(payload, payload + len);
-  un.handle = m.AddUnexpected({tagged ? h.tag : 0, source, ui});
+  const uint32_t ui =
+      rx_->AddUnexpected(this, peer, credit_held, h, source, payload, len);
   ++stats_.unexpected;
   ++stats_.unexpected_held;
   if (!rendezvous && (h.flags & wire::kAckDelivery)) SendAck(peer, h.msg_id);
   // Buffered: untagged messages are reported at once, tagged ones when a
   // posted tag matches.
-  if (buffered && (!tagged || r)) ReportBuffered(ui, rx);
+  if (buffered && (!tagged || r)) rx_->ReportBuffered(ui, rx);
   return return_credit;
 }
 

@@ -21,7 +21,7 @@ Status Endpoint::BindEq(EventQueue* eq) {
     return InvalidArgument("an event queue is bound already");
   }
   eq_ = eq;
-  eq_->Add(this);
+  eq_->progress_sources().Add(this);
   return Status::Ok();
 }
 
@@ -64,15 +64,15 @@ Status Endpoint::CheckStartCm(const char* not_msg, const void* data,
   if (Status s = CheckCmData(data, len); !s.ok()) return s;
   if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
   if (!enabled_) return Status(kErrOpBadState, "enable the endpoint first");
-  if (!peers_.empty()) {
+  if (!conns_.empty()) {
     return Status(kErrOpBadState, "connecting or connected already");
   }
   return Status::Ok();
 }
 
 void Endpoint::SetCmData(const void* data, size_t len) {
-  cm_data_len_ = static_cast<uint8_t>(len);
-  if (len > 0) std::memcpy(cm_data_, data, len);
+  conns_.msg().cm_data_len = static_cast<uint8_t>(len);
+  if (len > 0) std::memcpy(conns_.msg().cm_data, data, len);
 }
 
 Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
@@ -82,7 +82,7 @@ Status Endpoint::Connect(const wire::Name& to, const void* data, size_t len) {
     return s;
   }
   SetCmData(data, len);
-  const uint32_t peer = FindOrAddPeer(to);
+  const uint32_t peer = conns_.FindOrAdd(to);
   if (Status s = StartConnect(peer); !s.ok()) {
     FailPeer(peer, EIO, kProvConnectFailed);
     return s;
@@ -102,15 +102,14 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   const wire::CmMessage& m = req.request;
   auto qp = NewRcQp();
   if (!qp.ok()) return qp.status();
-  const uint32_t peer = FindOrAddPeer(m.from);
-  Peer& p = peers_[peer];
+  const uint32_t peer = conns_.FindOrAdd(m.from);
+  Peer& p = conns_[peer];
   p.qp = *qp;
-  p.psn = cm_.NextPsn();
+  p.psn = conns_.cm().NextPsn();
   if (Status s = ConnectQp(p, m.rc_qpn, m.psn); !s.ok()) {
     // Nothing stays behind: the call can be retried.
     (void)p.qp->Destroy();
-    peer_by_name_.erase(m.from);
-    peers_.clear();
+    conns_.Clear();
     return s;
   }
   req.decided = true;
@@ -118,7 +117,7 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   p.answered_id = m.request_id;
   Credits::Grant(p.credits, m);
   p.peer_buffered_min = m.buffered_min;
-  accepted_ = true;
+  conns_.msg().accepted = true;
   OnConnected(peer, /*ready=*/false);
   if (p.state != PeerState::kConnected) return NoMemory("no receive buffers");
   (void)SendCm(peer, wire::CmType::kReply);
@@ -134,30 +133,29 @@ Status Endpoint::Reject(const ConnRequest& req, const void* data, size_t len) {
   if (req.decided) {
     return InvalidArgument("this request was accepted or rejected already");
   }
-  auto it = peer_by_name_.find(req.request.from);
-  if (it == peer_by_name_.end() ||
-      peers_[it->second].answered_id != req.request.request_id ||
-      peers_[it->second].state != PeerState::kIdle) {
+  const std::optional<uint32_t> it = conns_.Find(req.request.from);
+  if (!it || conns_[*it].answered_id != req.request.request_id ||
+      conns_[*it].state != PeerState::kIdle) {
     return InvalidArgument("not a pending request of this passive endpoint");
   }
   SetCmData(data, len);
-  peers_[it->second].state = PeerState::kFailed;
+  conns_[*it].state = PeerState::kFailed;
   req.decided = true;
-  return SendCm(it->second, wire::CmType::kReject);
+  return SendCm(*it, wire::CmType::kReject);
 }
 
 Status Endpoint::Shutdown() {
   if (attr_.type != EndpointType::kMsg || listener_) {
     return InvalidArgument("fi_shutdown needs an FI_EP_MSG endpoint");
   }
-  if (peers_.empty() || peers_[0].state != PeerState::kConnected) {
+  if (conns_.empty() || conns_[0].state != PeerState::kConnected) {
     return Status(kErrOpBadState, "not connected");
   }
-  shutdown_ = true;
+  conns_.msg().shutdown = true;
   // Repeated until the peer answers with its own kDisconnect (the IB CM's
   // DREQ/DREP), so a lost datagram does not leave the peer connected.
-  disconnect_pending_ = true;
-  Peer& p = peers_[0];
+  conns_.msg().disconnect_pending = true;
+  Peer& p = conns_[0];
   p.retries = 0;
   ArmCmTimer(p, device_->clock().NowNs());
   (void)SendCm(0, wire::CmType::kDisconnect);
@@ -169,30 +167,29 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
   if (listener_) {
     if (m.type != wire::CmType::kConnect) return;
     const uint64_t now = device_->clock().NowNs();
-    auto known = peer_by_name_.find(m.from);
-    const bool seen = known != peer_by_name_.end() &&
-                      peers_[known->second].answered_id == m.request_id;
+    const std::optional<uint32_t> known = conns_.Find(m.from);
+    const bool seen = known && conns_[*known].answered_id == m.request_id;
     if (!seen && (eq_ == nullptr || eq_->full())) {
       return;  // No room to report it: the connector's retry comes back.
     }
     uint32_t peer;
-    if (known != peer_by_name_.end()) {
-      peer = known->second;
-    } else if (peers_.size() < attr_.peers_max) {
-      peer = FindOrAddPeer(m.from);
+    if (known) {
+      peer = *known;
+    } else if (conns_.size() < attr_.peers_max) {
+      peer = conns_.FindOrAdd(m.from);
     } else {
       // Full: reuse the entry of a request decided long enough ago that its
       // connector has stopped retrying; none such, the connector times out.
       auto stale = ListenerSlotToReuse(now);
       if (!stale) return;
       peer = *stale;
-      peer_by_name_.erase(peers_[peer].name);
-      if (peers_[peer].ah) (void)peers_[peer].ah->Destroy();
-      peers_[peer] = Peer{};
-      peers_[peer].name = m.from;
-      peer_by_name_.emplace(m.from, peer);
+      if (conns_[peer].ah) (void)conns_[peer].ah->Destroy();
+      const wire::Name old = conns_[peer].name;
+      conns_[peer] = Peer{};
+      conns_[peer].name = old;
+      conns_.Rename(peer, m.from);
     }
-    Peer& p = peers_[peer];
+    Peer& p = conns_[peer];
     p.last_heard_ns = now;
     if (p.answered_id == m.request_id) {
       // A retry: the decision is pending, or it was a rejection that got lost.
@@ -203,7 +200,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
     }
     p.answered_id = m.request_id;
     p.state = PeerState::kIdle;
-    cm_data_len_ = 0;
+    conns_.msg().cm_data_len = 0;
     (void)SendCm(peer, wire::CmType::kPending);
     EqEvent e;
     e.type = kEqConnReq;
@@ -216,8 +213,8 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
     eq_->Push(std::move(e));
     return;
   }
-  if (peers_.empty()) return;
-  Peer& p = peers_[0];
+  if (conns_.empty()) return;
+  Peer& p = conns_[0];
   switch (m.type) {
     case wire::CmType::kPending:
       // The listener has it: wait for the application's decision.
@@ -231,7 +228,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       }
       return;
     case wire::CmType::kReply: {
-      if (accepted_ || m.request_id != p.request_id) return;
+      if (conns_.msg().accepted || m.request_id != p.request_id) return;
       if (p.state == PeerState::kConnected) {
         // Our kEstablished was lost: the acceptor asks again.
         if (m.from == p.name) (void)SendCm(0, wire::CmType::kEstablished);
@@ -243,9 +240,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
         return;
       }
       // From here on the peer is the accepting endpoint, not the listener.
-      peer_by_name_.erase(p.name);
-      p.name = m.from;
-      peer_by_name_.emplace(m.from, 0);
+      conns_.Rename(0, m.from);
       if (p.ah) (void)p.ah->Destroy();
       p.ah = nullptr;
       Credits::Grant(p.credits, m);
@@ -253,12 +248,13 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       OnConnected(0, /*ready=*/true);
       if (p.state != PeerState::kConnected) return;
       (void)SendCm(0, wire::CmType::kEstablished);
-      connected_reported_ = true;
+      conns_.msg().connected_reported = true;
       PushEvent(kEqConnected, 0, m.data, m.data_len);
       return;
     }
     case wire::CmType::kEstablished:
-      if (accepted_ && m.from == p.name && m.request_id == p.answered_id) {
+      if (conns_.msg().accepted && m.from == p.name &&
+          m.request_id == p.answered_id) {
         p.ready = true;
       }
       return;
@@ -268,17 +264,18 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       if (m.from != p.name) return;
       if (p.state == PeerState::kConnected) {
         FailPeer(0, ECONNRESET, kProvPeerShutdown);
-      } else if (shutdown_ && connected_reported_ && !peer_shutdown_reported_) {
+      } else if (conns_.msg().shutdown && conns_.msg().connected_reported &&
+                 !conns_.msg().peer_shutdown_reported) {
         // fi_cm(3): the peer's fi_shutdown generates FI_SHUTDOWN, also when
         // ours crossed it (both sides shut down at once, as fabtests'
         // cm_data does, and each waits for its SF_SHUTDOWN).
-        peer_shutdown_reported_ = true;
+        conns_.msg().peer_shutdown_reported = true;
         PushEvent(kEqShutdown, 0, nullptr, 0);
       }
       (void)SendCm(0, wire::CmType::kDisconnectReply);
       return;
     case wire::CmType::kDisconnectReply:
-      if (m.from == p.name) disconnect_pending_ = false;
+      if (m.from == p.name) conns_.msg().disconnect_pending = false;
       return;
     default:
       return;
@@ -291,8 +288,8 @@ std::optional<uint32_t> Endpoint::ListenerSlotToReuse(uint64_t now) const {
   // of a decided request is still on its way.
   const uint64_t quiet =
       2 * static_cast<uint64_t>(attr_.cm_retry_ns) * (attr_.cm_retries_max + 1);
-  for (uint32_t i = 0; i < peers_.size(); ++i) {
-    const Peer& p = peers_[i];
+  for (uint32_t i = 0; i < conns_.size(); ++i) {
+    const Peer& p = conns_[i];
     const bool decided =
         p.state == PeerState::kFailed || (p.request && p.request->decided);
     if (decided && now - p.last_heard_ns >= quiet) return i;
@@ -301,12 +298,13 @@ std::optional<uint32_t> Endpoint::ListenerSlotToReuse(uint64_t now) const {
 }
 
 void Endpoint::MsgTimers(uint64_t now) {
-  if (listener_ || peers_.empty()) return;
-  Peer& p = peers_[0];
-  if (disconnect_pending_) {
+  if (listener_ || conns_.empty()) return;
+  Peer& p = conns_[0];
+  if (conns_.msg().disconnect_pending) {
     if (now < p.retry_at_ns) return;
     if (++p.retries > attr_.cm_retries_max) {
-      disconnect_pending_ = false;  // The peer is gone; nothing to wait for.
+      conns_.msg().disconnect_pending =
+          false;  // The peer is gone; nothing to wait for.
       return;
     }
     ++stats_.cm_retries;
@@ -314,10 +312,10 @@ void Endpoint::MsgTimers(uint64_t now) {
     ArmCmTimer(p, now);
     return;
   }
-  if (!accepted_ || p.state != PeerState::kConnected) return;
+  if (!conns_.msg().accepted || p.state != PeerState::kConnected) return;
   if (p.ready) {
-    if (!connected_reported_) {
-      connected_reported_ = true;
+    if (!conns_.msg().connected_reported) {
+      conns_.msg().connected_reported = true;
       PushEvent(kEqConnected, 0, nullptr, 0);
     }
     return;

@@ -4,20 +4,19 @@
 // a fi_recv_context, then claimed or discarded).
 #include <optional>
 
-#include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/internal/endpoint_common.h"
+#include "core/rx_context.h"
 
 namespace softfab::core {
 
-Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
-  TagMatcher& m = rx_->matchers_[a.tagged];
-  const uint64_t source =
-      (rx_->attr_.caps & kDirectedRecv) ? a.src : kAnySource;
+Status RxContext::PeekClaimDiscard(const RecvArgs& a) {
+  TagMatcher& m = matchers_[a.tagged];
+  const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
   const uint64_t ctx = reinterpret_cast<uint64_t>(a.context);
   const bool peek = a.flags & kPeek;
   const bool discard = a.flags & kDiscard;
-  rx_->ProgressAll();  // Look at what has arrived by now.
+  ProgressAll();  // Look at what has arrived by now.
   std::optional<MessageHandle> found;
   if (peek) {
     found = FindUnexpectedFor(m, a.tag, a.ignore, source);
@@ -31,12 +30,12 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   }
   const uint32_t ui =
       found ? static_cast<uint32_t>(m.message(*found).cookie) : 0;
-  Unexpected* un = found ? &rx_->unexpected_[ui] : nullptr;
+  Unexpected* un = found ? &unexpected_[ui] : nullptr;
   const bool buffered_msg = un && un->recv_context != internal::kNil;
   if (buffered_msg && discard && !peek) {
     // fi_msg(3): a buffered message the application is done with. Freed; its
     // sender learns it was consumed. No entry.
-    Endpoint* owner = un->ep;
+    RxClient* owner = un->ep;
     if (owner != nullptr && un->header.op == wire::Op::kRendezvous) {
       owner->SendAck(un->peer, un->header.msg_id, wire::Op::kReadDone);
     }
@@ -46,14 +45,10 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   }
   const bool read_into_buffer =
       found && !peek && !discard && un->header.op == wire::Op::kRendezvous;
-  if (read_into_buffer && rx_->free_.empty()) {
-    ++stats_.eagain;
+  if (read_into_buffer && free_.empty()) {
     return TryAgain("all receive slots are posted");
   }
-  if (Status s = rx_->cq_->Reserve(); !s.ok()) {
-    ++stats_.eagain;
-    return s;
-  }
+  if (Status s = cq_->Reserve(); !s.ok()) return s;
   const uint64_t op_flags = a.flags & (kPeek | kClaim | kDiscard);
   const uint64_t kind = a.tagged ? kTagged : kMsg;
   if (!found) {
@@ -63,14 +58,14 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     e.flags = kRecv | kind | op_flags;
     e.err = kErrNoMessage;
     e.tag = a.tag;
-    rx_->cq_->PushError(e, /*reserved=*/true);
+    cq_->PushError(e, /*reserved=*/true);
     return Status::Ok();
   }
   // A claimed buffered message completes with the context the application
   // left in its fi_recv_context.
   void* entry_context =
-      buffered_msg ? rx_->recv_contexts_[un->recv_context].context : a.context;
-  Endpoint* owner = un->ep;
+      buffered_msg ? recv_contexts_[un->recv_context].context : a.context;
+  RxClient* owner = un->ep;
   const uint32_t peer = un->peer;
   const wire::Header h = un->header;
   const bool rendezvous = h.op == wire::Op::kRendezvous;
@@ -85,7 +80,7 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     x.tag = h.tag;
     x.err = EIO;
     x.prov_errno = kProvEndpointClosed;
-    rx_->cq_->PushError(x, /*reserved=*/true);
+    cq_->PushError(x, /*reserved=*/true);
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
     return Status::Ok();
@@ -94,8 +89,8 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     // FI_CLAIM of a rendezvous message: READ it into the claiming buffer; the
     // entry (with FI_CLAIM) comes when the READ is done.
     const uint32_t index = NewRxOp(a, /*wants_entry=*/true);
-    rx_->ops_[index].context = entry_context;
-    rx_->ops_[index].flags = 0;
+    ops_[index].context = entry_context;
+    ops_[index].flags = 0;
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
     owner->StartRead(index, peer, h, kClaim);
@@ -126,16 +121,16 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
     }
   }
   if (err == 0) {
-    rx_->cq_->Push(e, /*reserved=*/true);
+    cq_->Push(e, /*reserved=*/true);
   } else {
-    rx_->cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/true);
+    cq_->PushError(ErrorEntry(e, err, olen), /*reserved=*/true);
   }
   if (take && owner != nullptr) {
     if (rendezvous) {
       // Discarded: the sender may release its buffer and complete.
       owner->SendAck(peer, h.msg_id, wire::Op::kReadDone);
     } else if ((h.flags & wire::kAckMatch) && !buffered_msg) {
-      owner->SendAck(peer, h.msg_id);
+      owner->SendAck(peer, h.msg_id, wire::Op::kAck);
     }
   }
   if (take) {
@@ -145,19 +140,18 @@ Status Endpoint::HandlePeekClaimDiscard(const RecvArgs& a) {
   return Status::Ok();
 }
 
-void Endpoint::ReportBuffered(uint32_t ui, uint32_t rx_index) {
-  Unexpected& un = rx_->unexpected_[ui];
+void RxContext::ReportBuffered(uint32_t ui, uint32_t rx_index) {
+  Unexpected& un = unexpected_[ui];
   const wire::Header& h = un.header;
   const bool tagged = h.flags & wire::kTagged;
-  const uint32_t slot = TakeSlot(rx_->recv_contexts_, rx_->recv_contexts_free_);
-  RecvContext& rc = rx_->recv_contexts_[slot];
+  const uint32_t slot = TakeSlot(recv_contexts_, recv_contexts_free_);
+  RecvContext& rc = recv_contexts_[slot];
   // fi_msg(3): untagged, ep is the receiving endpoint (or shared context) and
   // context NULL; fi_tagged(3): ep NULL and context the posted tag's.
-  rc.ep = rx_index == internal::kNil ? rx_->user_handle_ : nullptr;
-  rc.context =
-      rx_index == internal::kNil ? nullptr : rx_->ops_[rx_index].context;
+  rc.ep = rx_index == internal::kNil ? user_handle_ : nullptr;
+  rc.context = rx_index == internal::kNil ? nullptr : ops_[rx_index].context;
   un.recv_context = slot;
-  rx_->matchers_[tagged].Claim(un.handle, reinterpret_cast<uint64_t>(&rc));
+  matchers_[tagged].Claim(un.handle, reinterpret_cast<uint64_t>(&rc));
   CqEntry e;
   e.op_context = &rc;
   e.flags = kRecv | (tagged ? kTagged : kMsg) |
@@ -165,27 +159,27 @@ void Endpoint::ReportBuffered(uint32_t ui, uint32_t rx_index) {
   // The whole message is here when it came eagerly within the limit;
   // otherwise FI_MORE, with the start of it (at least the sender's
   // FI_OPT_BUFFERED_MIN bytes) and the full length.
-  if (h.op != wire::Op::kEager || h.length > rx_->attr_.buffered_limit) {
+  if (h.op != wire::Op::kEager || h.length > attr_.buffered_limit) {
     e.flags |= kMore;
   }
   e.buf = un.payload.empty() ? nullptr : un.payload.data();
   e.len = h.length;
   e.data = h.data;
   e.tag = h.tag;
-  const uint64_t src = SourceOf(un.peer);
+  const uint64_t src = un.ep->SourceOf(un.peer);
   e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
   if (rx_index != internal::kNil) {
-    rx_->cq_->Push(e, /*reserved=*/true);
-    rx_->ops_[rx_index] = RxOp{};
-    rx_->free_.push_back(rx_index);
+    cq_->Push(e, /*reserved=*/true);
+    ops_[rx_index] = RxOp{};
+    free_.push_back(rx_index);
   } else {
     // Progress only takes a message off the wire when the CQ has room.
-    rx_->cq_->Push(e, /*reserved=*/false);
+    cq_->Push(e, /*reserved=*/false);
   }
   // Reported is matched: a match-complete sender may complete (a rendezvous
   // one waits for the kReadDone its claim or discard sends).
   if ((h.flags & wire::kAckMatch) && h.op == wire::Op::kEager) {
-    SendAck(un.peer, h.msg_id);
+    un.ep->SendAck(un.peer, h.msg_id, wire::Op::kAck);
   }
 }
 

@@ -1,7 +1,7 @@
 // Progress (rxm_cq.c's progress; manual progress, run by CQ reads): polls the
 // receive CQ while the user's receive CQ has room, then the send CQ, and
-// dispatches each completion; then the timers and the queued work of the
-// peers on the busy list.
+// dispatches each completion; then the timers, the credit write-backs due and
+// the queued work of the peers on the busy list.
 #include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/internal/endpoint_common.h"
@@ -47,8 +47,8 @@ void Endpoint::Progress() {
     } else if (kind == kWrCmRecv) {
       const uint8_t* msg = nullptr;
       size_t len = 0;
-      if (cm_.Received(wc[0], &msg, &len)) OnCm(msg, len);
-      cm_.Repost(wc[0]);
+      if (conns_.cm().Received(wc[0], &msg, &len)) OnCm(msg, len);
+      conns_.cm().Repost(wc[0]);
     }
   }
   while (true) {
@@ -57,9 +57,9 @@ void Endpoint::Progress() {
     for (int i = 0; i < n; ++i) {
       const uint64_t kind = KindOf(wc[i].wr_id);
       const uint64_t index = IndexOf(wc[i].wr_id);
-      auto it = peer_by_qpn_.find(wc[i].qp_num);
-      if (kind != kWrCmSend && it != peer_by_qpn_.end()) {
-        --peers_[it->second].sq_outstanding;
+      const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
+      if (kind != kWrCmSend && from) {
+        --conns_[*from].sq_outstanding;
       }
       // A failed work request's cause is its own status, as the transport
       // reported it (a flushed one says WR_FLUSH_ERR: the first error
@@ -68,13 +68,13 @@ void Endpoint::Progress() {
       if (kind == kWrRead) {
         OnReadWrDone(static_cast<uint32_t>(index), cause);
       } else if (kind == kWrTx) {
-        TxOp& op = tx_ops_[index];
+        TxOp& op = tx_.op(index);
         op.send_done = true;
         if (wc[i].status != tp::WcStatus::kSuccess) {
           CompleteTx(static_cast<uint32_t>(index), EIO, cause);
-          if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
+          if (op.peer != internal::kNil) --conns_[op.peer].in_flight;
           FreeTx(static_cast<uint32_t>(index));
-          if (it != peer_by_qpn_.end()) FailPeer(it->second, EIO, cause);
+          if (from) FailPeer(*from, EIO, cause);
         } else {
           MaybeFinishTx(static_cast<uint32_t>(index));
         }
@@ -83,8 +83,8 @@ void Endpoint::Progress() {
   }
   // Timers and queued work only concern the peers on the busy list (in the
   // order they joined it), so an idle connection costs progress nothing.
-  if (busy_.empty() && !accepted_ && !disconnect_pending_ &&
-      !credits_.writes_due()) {
+  if (conns_.busy().empty() && !conns_.msg().accepted &&
+      !conns_.msg().disconnect_pending && !conns_.credits().writes_due()) {
     return;
   }
   const uint64_t now = device_->clock().NowNs();
@@ -93,10 +93,8 @@ void Endpoint::Progress() {
   FlushCreditWrites();
   // Acks and sends that waited for a connection or a credit. A peer leaves
   // the busy list once it has nothing queued and is not connecting.
-  size_t kept = 0;
-  for (size_t k = 0; k < busy_.size(); ++k) {
-    const uint32_t i = busy_[k];
-    Peer& p = peers_[i];
+  conns_.SweepBusy([&](uint32_t i) {
+    Peer& p = conns_[i];
     while (!p.acks.empty() &&
            PostAck(i, p.acks.front().second, p.acks.front().first).ok()) {
       p.acks.pop_front();
@@ -104,30 +102,32 @@ void Endpoint::Progress() {
     while (!p.reads_waiting.empty() && PostRead(p.reads_waiting.front()).ok()) {
       p.reads_waiting.pop_front();
     }
-    while (CanSend(p) && !p.waiting.empty() && AvailableCredits(p) > 0 &&
+    while (CanSend(p) && !p.waiting.empty() && conns_.AvailableCredits(p) > 0 &&
            p.sq_outstanding < attr_.tx_size) {
       const uint32_t index = p.waiting.front();
       // A fenced send goes once everything before it to this peer is done.
-      if (tx_ops_[index].fenced && p.in_flight > 0) break;
+      if (tx_.op(index).fenced && p.in_flight > 0) break;
       if (!PostTx(index).ok()) break;
       p.waiting.pop_front();
     }
-    if (p.state == PeerState::kConnecting || !p.acks.empty() ||
-        !p.reads_waiting.empty() || !p.waiting.empty()) {
-      busy_[kept++] = i;
-    } else {
-      p.listed = false;
-    }
-  }
-  busy_.resize(kept);
+    return p.state == PeerState::kConnecting || !p.acks.empty() ||
+           !p.reads_waiting.empty() || !p.waiting.empty();
+  });
 }
 
-void Endpoint::MarkBusy(uint32_t peer) {
-  Peer& p = peers_[peer];
-  if (!p.listed) {
-    p.listed = true;
-    busy_.push_back(peer);
-  }
+void Endpoint::FlushCreditWrites() {
+  conns_.credits().FlushWrites(
+      [&](uint32_t peer) -> std::pair<PeerCredits*, tp::QueuePair*> {
+        Peer& p = conns_[peer];
+        if (!CanSend(p) || p.sq_outstanding >= attr_.tx_size + 8) {
+          return {nullptr, nullptr};
+        }
+        return {&p.credits, p.qp};
+      },
+      [&](uint32_t peer) {
+        ++stats_.credit_writes;
+        ++conns_[peer].sq_outstanding;
+      });
 }
 
 Status Endpoint::ArmCompletions() {

@@ -17,7 +17,7 @@ namespace tp = ::softfab::transport;
 // ------------------------------------------------------------------- sender
 
 Status Endpoint::ExposeForRead(uint32_t index, const SendArgs& a, size_t len) {
-  TxOp& op = tx_ops_[index];
+  TxOp& op = tx_.op(index);
   wire::Header& h = op.header;
   op.rendezvous = true;
   h.op = wire::Op::kRendezvous;
@@ -60,11 +60,9 @@ Status Endpoint::ExposeForRead(uint32_t index, const SendArgs& a, size_t len) {
 
 void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
                          const wire::Header& h, uint64_t cq_flags) {
-  RxOp& r = rx_->ops_[rx_index];
-  const uint32_t ri = TakeSlot(reads_, reads_free_);
-  Read& rd = reads_[ri];
-  rd = Read{};
-  rd.used = true;
+  RxOp& r = rx_->op(rx_index);
+  const uint32_t ri = tx_.TakeRead();
+  Read& rd = tx_.read(ri);
   rd.rx = rx_index;
   rd.peer = peer;
   rd.header = h;
@@ -72,7 +70,7 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
   if (r.flags & kMultiRecv) {
     rd.len = std::min<uint64_t>(r.len - r.consumed, h.length);
     rd.buf = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
-    ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
+    rx_->ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
   } else {
     rd.len = std::min<uint64_t>(r.len, h.length);
     rd.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
@@ -83,10 +81,10 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
     return;
   }
   if (Status s = PostRead(ri); s.code() == ENOMEM || s.code() == EAGAIN) {
-    peers_[peer].reads_waiting.push_back(ri);
-    MarkBusy(peer);
+    conns_[peer].reads_waiting.push_back(ri);
+    conns_.MarkBusy(peer);
   } else if (!s.ok()) {
-    const Peer& p = peers_[peer];
+    const Peer& p = conns_[peer];
     if (p.state == PeerState::kConnected) {
       rd.prov_errno = kProvPostRefused;
     } else {
@@ -98,15 +96,15 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
 }
 
 Status Endpoint::PostRead(uint32_t ri) {
-  Read& rd = reads_[ri];
-  RxOp& r = rx_->ops_[rd.rx];
-  Peer& p = peers_[rd.peer];
+  Read& rd = tx_.read(ri);
+  const RxOp& r = rx_->op(rd.rx);
+  Peer& p = conns_[rd.peer];
   if (p.state != PeerState::kConnected) {
     return Status(EIO, "connection to the sender is gone");
   }
   const bool multi = r.flags & kMultiRecv;
   const size_t pieces = multi ? 1 : r.iov_count;
-  // One READ per read_sge_max_ pieces, each from where the previous one's
+  // One READ per tx_.read_sge_max() pieces, each from where the previous one's
   // bytes end in the sender's buffer; posted together or not at all.
   uint32_t num_sge = 0;
   size_t left = rd.len;
@@ -115,7 +113,8 @@ Status Endpoint::PostRead(uint32_t ri) {
     num_sge += n > 0;
     left -= n;
   }
-  const uint32_t num_wrs = (num_sge + read_sge_max_ - 1) / read_sge_max_;
+  const uint32_t num_wrs =
+      (num_sge + tx_.read_sge_max() - 1) / tx_.read_sge_max();
   if (p.sq_outstanding + num_wrs > attr_.tx_size + 8) {
     return TryAgain("send queue full");
   }
@@ -148,9 +147,9 @@ Status Endpoint::PostRead(uint32_t ri) {
   for (uint32_t w = 0; w < num_wrs; ++w) {
     tp::SendWr& wr = wrs[w];
     wr.wr_id = WrId(kWrRead, ri);
-    wr.sg_list = sges + w * read_sge_max_;
+    wr.sg_list = sges + w * tx_.read_sge_max();
     wr.num_sge = static_cast<int32_t>(
-        std::min(read_sge_max_, num_sge - w * read_sge_max_));
+        std::min(tx_.read_sge_max(), num_sge - w * tx_.read_sge_max()));
     wr.opcode = tp::WrOpcode::kRdmaRead;
     wr.send_flags = tp::kSendSignaled;
     wr.rdma.remote_addr = remote;
@@ -175,7 +174,7 @@ Status Endpoint::PostRead(uint32_t ri) {
 }
 
 void Endpoint::OnReadWrDone(uint32_t ri, int status) {
-  Read& rd = reads_[ri];
+  Read& rd = tx_.read(ri);
   if (status != 0 && !rd.failed) {
     rd.failed = true;
     rd.prov_errno = status;
@@ -184,24 +183,24 @@ void Endpoint::OnReadWrDone(uint32_t ri, int status) {
 }
 
 void Endpoint::OnReadDone(uint32_t ri, bool ok) {
-  Read& rd = reads_[ri];
-  RxOp& r = rx_->ops_[rd.rx];
+  Read& rd = tx_.read(ri);
+  RxOp& r = rx_->op(rd.rx);
   --r.reads_pending;
-  CqEntry e = RecvEntry(r, rd.peer, rd.header);
+  CqEntry e = rx_->RecvEntry(r, SourceOf(rd.peer), rd.header);
   e.flags |= rd.cq_flags;
   e.buf = rd.buf;
   e.len = rd.len;
   const uint64_t total = rd.header.length;
   const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
-  CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0, ok ? 0 : rd.prov_errno);
+  rx_->CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0,
+                  ok ? 0 : rd.prov_errno);
   for (tp::MemoryRegion*& mr : rd.mrs) {
     if (mr) ReleaseMr(mr);
     mr = nullptr;
   }
   // The sender may now release its buffer and complete.
   SendAck(rd.peer, rd.header.msg_id, wire::Op::kReadDone);
-  rd.used = false;
-  reads_free_.push_back(ri);
+  tx_.FreeRead(ri);
 }
 
 StatusOr<tp::MemoryRegion*> Endpoint::AcquireMr(const void* addr, uint64_t len,

@@ -1,13 +1,13 @@
 // The receive side (rxm_msg.c and rxm_tagged.c's receive paths; UCX's
-// tag_recv.c): RxContext itself, posting a receive (taking unexpected
-// messages that wait for it, oldest first), multi-recv buffers, fi_cancel,
+// tag_recv.c): RxContext itself, the endpoints attached to it, posting a
+// receive (taking unexpected messages that wait for it, oldest first),
+// multi-recv buffers, fi_cancel, messages kept until a receive takes them,
 // eager delivery into a receive, and writing receive completions.
 #include "core/rx_context.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/internal/endpoint_common.h"
 
@@ -54,7 +54,7 @@ StatusOr<std::unique_ptr<RxContext>> RxContext::CreateShared(const Attr& attr) {
 }
 
 Status RxContext::Recv(const RecvArgs& args) {
-  Endpoint* ep = Runner();
+  RxClient* ep = Runner();
   if (ep == nullptr) {
     return Status(kErrOpBadState,
                   "no enabled endpoint uses this shared receive context yet");
@@ -63,9 +63,10 @@ Status RxContext::Recv(const RecvArgs& args) {
 }
 
 Status RxContext::Cancel(void* context) {
-  Endpoint* ep = Runner();
-  if (ep == nullptr) return NotFound("no posted receive with that context");
-  return ep->Cancel(context);
+  if (Runner() == nullptr) {
+    return NotFound("no posted receive with that context");
+  }
+  return CancelPosted(context);
 }
 
 Status RxContext::SetMinMultiRecv(size_t bytes) {
@@ -82,58 +83,69 @@ Status RxContext::SetBufferedLimit(size_t bytes) {
   return Status::Ok();
 }
 
-void RxContext::ProgressAll() {
-  // Index loop: progress never adds or removes endpoints.
-  for (size_t i = 0; i < endpoints_.size(); ++i) endpoints_[i]->Progress();
+void RxContext::ProgressAll() { endpoints_.Run(); }
+
+// ------------------------------------------------------------------- endpoints
+
+Status RxContext::Attach(RxClient* ep, CompletionQueue* cq, bool selective,
+                         const AddressVector* av, size_t eager_max) {
+  if (shared_) {
+    if (cq_ != nullptr && (cq_ != cq || selective_ != selective)) {
+      return InvalidArgument(
+          "endpoints sharing a receive context must bind the same receive CQ "
+          "(with the same selective-completion setting)");
+    }
+    if (av_ != nullptr && av != nullptr && av_ != av) {
+      return InvalidArgument(
+          "endpoints sharing a receive context must bind the same AV");
+    }
+    if (attr_.buffered_limit > eager_max) {
+      return InvalidArgument(
+          "the shared context's FI_OPT_BUFFERED_LIMIT exceeds this endpoint's "
+          "eager size");
+    }
+  }
+  cq_ = cq;
+  selective_ = selective;
+  if (av_ == nullptr) av_ = av;
+  endpoints_.Add(ep);
+  return Status::Ok();
+}
+
+void RxContext::Detach(RxClient* ep) { endpoints_.Remove(ep); }
+
+void RxContext::DropArrivalsOf(RxClient* ep) {
+  for (uint32_t i = 0; i < unexpected_.size(); ++i) {
+    Unexpected& un = unexpected_[i];
+    if (!un.used || un.ep != ep) continue;
+    if (un.recv_context != internal::kNil) {
+      // Reported to the application, which still holds its buffer and
+      // context: kept until claimed or discarded, with no endpoint behind
+      // it (its sender is gone with the endpoint).
+      un.ep = nullptr;
+      continue;
+    }
+    matchers_[(un.header.flags & wire::kTagged) != 0].RemoveUnexpected(
+        un.handle);
+    un.credit_held = true;  // Its count goes with the peer.
+    ReleaseUnexpected(i);
+  }
+}
+
+void RxContext::ReleaseIfUnused() {
+  if (!endpoints_.empty()) return;
+  // The last user left: the context forgets its AV, and its CQ too when
+  // nothing posted or held still needs it (those keep the CQ open).
+  av_ = nullptr;
+  if (Idle()) cq_ = nullptr;
 }
 
 // ------------------------------------------------------------------- receive
 
-Status Endpoint::CheckRecv(const RecvArgs& a) const {
-  if (Status s = CheckPostable(a.iov, a.iov_count); !s.ok()) return s;
-  if (a.flags & ~kRecvOpFlags) return InvalidArgument("unknown receive flags");
-  if ((a.flags & kMultiRecv) &&
-      (a.iov_count != 1 || (a.flags & (kPeek | kClaim | kDiscard)))) {
-    return InvalidArgument("FI_MULTI_RECV takes exactly one buffer");
-  }
-  const bool buffered = rx_->attr_.buffered;
-  if ((a.flags & kDiscard) && !(a.flags & (kPeek | kClaim)) && !buffered) {
-    return InvalidArgument("FI_DISCARD goes with FI_PEEK or FI_CLAIM");
-  }
-  if (attr_.type == EndpointType::kDgram &&
-      (a.tagged || (a.flags & kMultiRecv) ||
-       IovBytes(a.iov, a.iov_count) < kMsgPrefixBytes)) {
-    return a.tagged || (a.flags & kMultiRecv)
-               ? NotSupported("DGRAM endpoints take plain fi_msg receives")
-               : InvalidArgument("a DGRAM buffer starts with 40 prefix bytes");
-  }
-  if (buffered && (a.flags & kMultiRecv)) {
-    return InvalidArgument("FI_MULTI_RECV does not apply to buffered receives");
-  }
-  if (buffered && !a.tagged && !(a.flags & (kPeek | kClaim | kDiscard))) {
-    return InvalidArgument(
-        "an FI_BUFFERED_RECV endpoint reports messages without receives: post "
-        "FI_CLAIM or FI_DISCARD with the entry's fi_recv_context");
-  }
-  if ((a.flags & (kPeek | kClaim | kDiscard)) && !a.tagged && !buffered) {
-    return NotSupported(
-        "FI_PEEK/FI_CLAIM/FI_DISCARD on untagged receives need "
-        "FI_BUFFERED_RECV");
-  }
-  if ((a.flags & kPeek) && !a.tagged) {
-    return NotSupported("FI_PEEK is a tagged operation (fi_tagged(3))");
-  }
-  if (a.src != kAnySource && (rx_->attr_.caps & kDirectedRecv) &&
-      (rx_->av_ == nullptr || !rx_->av_->Lookup(a.src))) {
-    return InvalidArgument("source address is not in the address vector");
-  }
-  return Status::Ok();
-}
-
-uint32_t Endpoint::NewRxOp(const RecvArgs& a, bool wants_entry) {
-  const uint32_t index = rx_->free_.back();
-  rx_->free_.pop_back();
-  RxOp& r = rx_->ops_[index];
+uint32_t RxContext::NewRxOp(const RecvArgs& a, bool wants_entry) {
+  const uint32_t index = free_.back();
+  free_.pop_back();
+  RxOp& r = ops_[index];
   // Every field is set here (the hot path skips zeroing the whole slot);
   // iov and desc entries past iov_count are never read.
   r.used = true;
@@ -156,47 +168,41 @@ uint32_t Endpoint::NewRxOp(const RecvArgs& a, bool wants_entry) {
   return index;
 }
 
-Status Endpoint::Recv(const RecvArgs& a) {
-  if (Status s = CheckRecv(a); !s.ok()) return s;
-  if (a.flags & (kPeek | kClaim | kDiscard)) return HandlePeekClaimDiscard(a);
-  if (rx_->free_.empty()) {
-    ++stats_.eagain;
-    return TryAgain("all receive slots are posted");
-  }
-  const bool wants_entry = !rx_->selective_ || (a.flags & kCompletion) ||
-                           (a.flags & kMultiRecv) || rx_->attr_.buffered;
+Status RxContext::Post(const RecvArgs& a) {
+  if (a.flags & (kPeek | kClaim | kDiscard)) return PeekClaimDiscard(a);
+  if (free_.empty()) return TryAgain("all receive slots are posted");
+  const bool wants_entry = !selective_ || (a.flags & kCompletion) ||
+                           (a.flags & kMultiRecv) || attr_.buffered;
   // Like sends, every receive holds a CQ slot for its final entry (an error
   // or a cancel is always reported).
   // A multi-recv buffer registers as a writer of unreserved entries first,
   // so that its own reservation leaves a slot for its first message.
-  if (a.flags & kMultiRecv) rx_->cq_->AddUnreservedWriter();
-  if (Status s = rx_->cq_->Reserve(); !s.ok()) {
-    if (a.flags & kMultiRecv) rx_->cq_->RemoveUnreservedWriter();
-    ++stats_.eagain;
+  if (a.flags & kMultiRecv) cq_->AddUnreservedWriter();
+  if (Status s = cq_->Reserve(); !s.ok()) {
+    if (a.flags & kMultiRecv) cq_->RemoveUnreservedWriter();
     return s;
   }
   const uint32_t index = NewRxOp(a, wants_entry);
-  RxOp& r = rx_->ops_[index];
-  if (a.flags & kMultiRecv) ++rx_->multi_recv_held_;
+  RxOp& r = ops_[index];
+  if (a.flags & kMultiRecv) ++multi_recv_held_;
   // Buffered mode: a tagged receive posts a tag, not a buffer.
-  r.tag_only = rx_->attr_.buffered;
+  r.tag_only = attr_.buffered;
 
-  const uint64_t source =
-      (rx_->attr_.caps & kDirectedRecv) ? a.src : kAnySource;
+  const uint64_t source = (attr_.caps & kDirectedRecv) ? a.src : kAnySource;
   const uint64_t tag = a.tagged ? a.tag : 0;
   const uint64_t ignore = a.tagged ? a.ignore : 0;
-  TagMatcher& m = rx_->matchers_[a.tagged];
+  TagMatcher& m = matchers_[a.tagged];
   // Messages that arrived first are taken oldest first (a plain receive
   // with the CQ slot it just reserved); a multi-recv buffer keeps taking them
   // while the CQ has room for their entries.
-  while (!(r.flags & kMultiRecv) || rx_->cq_->HasRoom()) {
+  while (!(r.flags & kMultiRecv) || cq_->HasRoom()) {
     auto u = FindUnexpectedFor(m, tag, ignore, source);
     if (!u) break;
     const uint32_t ui = static_cast<uint32_t>(m.message(*u).cookie);
-    Unexpected& un = rx_->unexpected_[ui];
-    Endpoint* owner = un.ep;  // The endpoint it arrived at.
+    Unexpected& un = unexpected_[ui];
+    RxClient* owner = un.ep;  // The endpoint it arrived at.
     if (r.tag_only) {
-      owner->ReportBuffered(ui, index);
+      ReportBuffered(ui, index);
       return Status::Ok();
     }
     m.RemoveUnexpected(*u);
@@ -204,56 +210,78 @@ Status Endpoint::Recv(const RecvArgs& a) {
     if (un.header.op == wire::Op::kRendezvous) {
       owner->StartRead(index, un.peer, un.header, 0);
     } else {
-      owner->Deliver(index, un.peer, un.header, un.payload.data(),
-                     un.payload.size());
+      Deliver(index, owner->SourceOf(un.peer), un.header, un.payload.data(),
+              un.payload.size());
       if (un.header.flags & wire::kAckMatch) {
-        owner->SendAck(un.peer, un.header.msg_id);
+        owner->SendAck(un.peer, un.header.msg_id, wire::Op::kAck);
       }
     }
     ReleaseUnexpected(ui);
-    if (!multi || !rx_->ops_[index].used || rx_->ops_[index].released) {
+    if (!multi || !ops_[index].used || ops_[index].released) {
       return Status::Ok();
     }
   }
   const ReceiveHandle h =
       m.AddReceive({tag, ignore, source, reinterpret_cast<uint64_t>(a.context),
                     (a.flags & kMultiRecv) != 0});
-  std::vector<uint32_t>& map = rx_->of_handle_[a.tagged];
+  std::vector<uint32_t>& map = of_handle_[a.tagged];
   if (map.size() <= h.index) map.resize(h.index + 1);
   map[h.index] = index;
   r.handle = h;
   return Status::Ok();
 }
 
-CqEntry Endpoint::RecvEntry(const RxOp& r, uint32_t peer,
-                            const wire::Header& h) const {
+// A message is keyed by its source as the AV knew it when it arrived. One
+// that came from a peer not yet inserted carries the peer's placeholder; once
+// the peer is inserted, a receive directed to its address takes those too,
+// and before any keyed by the address (they arrived earlier). fi_msg(3):
+// src_addr is the "source address to receive from" for endpoints with
+// FI_DIRECTED_RECV; fabtests' functional/unexpected_msg checks that a message
+// received before fi_av_insert matches a directed receive posted after it.
+std::optional<MessageHandle> RxContext::FindUnexpectedFor(
+    TagMatcher& m, uint64_t tag, uint64_t ignore, uint64_t source) const {
+  if (source != kAnySource && av_ != nullptr) {
+    if (auto name = av_->Lookup(source)) {
+      for (RxClient* e : endpoints_) {
+        const std::optional<uint32_t> peer = e->PeerNamed(*name);
+        if (!peer) continue;
+        auto u = m.FindUnexpected(tag, ignore, UnknownSource(*peer));
+        // Placeholders are per endpoint: take it only if it came to `e`.
+        if (u && unexpected_[m.message(*u).cookie].ep == e) return u;
+      }
+    }
+  }
+  return m.FindUnexpected(tag, ignore, source);
+}
+
+CqEntry RxContext::RecvEntry(const RxOp& r, uint64_t src,
+                             const wire::Header& h) const {
   CqEntry e;
   e.op_context = r.context;
   e.flags = kRecv | (r.tagged ? kTagged : kMsg) |
             ((h.flags & wire::kHasData) ? kRemoteCqData : 0);
   e.data = h.data;
   e.tag = h.tag;
-  const uint64_t src = SourceOf(peer);
   e.src_addr = (src >> 62) ? ~uint64_t{0} : src;
   return e;
 }
 
-bool Endpoint::ConsumeMulti(uint32_t rx_index, size_t bytes) {
-  RxOp& r = rx_->ops_[rx_index];
+bool RxContext::ConsumeMulti(uint32_t rx_index, size_t bytes) {
+  RxOp& r = ops_[rx_index];
   r.consumed += bytes;
-  if (r.released || r.len - r.consumed >= rx_->min_multi_recv_) return false;
+  if (r.released || r.len - r.consumed >= min_multi_recv_) return false;
   // Released: out of matching (if it was queued).
   if (r.handle.index != internal::kNil) {
-    rx_->matchers_[r.tagged].RemoveReceive(r.handle);
+    matchers_[r.tagged].RemoveReceive(r.handle);
     r.handle = ReceiveHandle{};
   }
   r.released = true;
   return true;
 }
 
-void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
-                          size_t olen, int prov_errno) {
-  RxOp& r = rx_->ops_[rx_index];
+void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
+                           size_t olen, int prov_errno) {
+  RxOp& r = ops_[rx_index];
   CqEntry e = entry;
   bool last = true;
   if (r.flags & kMultiRecv) {
@@ -267,27 +295,28 @@ void Endpoint::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     }
   }
   if (err == 0 && !r.wants_entry) {
-    if (last) rx_->cq_->Unreserve();
+    if (last) cq_->Unreserve();
   } else if (err == 0) {
-    rx_->cq_->Push(e, /*reserved=*/last);
+    cq_->Push(e, /*reserved=*/last);
   } else {
-    rx_->cq_->PushError(ErrorEntry(e, err, olen, prov_errno),
-                        /*reserved=*/last);
+    cq_->PushError(ErrorEntry(e, err, olen, prov_errno),
+                   /*reserved=*/last);
   }
   if (last) {
     if (r.flags & kMultiRecv) {
-      --rx_->multi_recv_held_;
-      rx_->cq_->RemoveUnreservedWriter();
+      --multi_recv_held_;
+      cq_->RemoveUnreservedWriter();
     }
     r.used = false;
-    rx_->free_.push_back(rx_index);
+    free_.push_back(rx_index);
   }
 }
 
-void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-                       const uint8_t* payload, size_t payload_len) {
-  RxOp& r = rx_->ops_[rx_index];
-  CqEntry e = RecvEntry(r, peer, h);
+void RxContext::Deliver(uint32_t rx_index, uint64_t source,
+                        const wire::Header& h, const uint8_t* payload,
+                        size_t payload_len) {
+  RxOp& r = ops_[rx_index];
+  CqEntry e = RecvEntry(r, source, h);
   size_t n;
   if (r.flags & kMultiRecv) {
     n = std::min(r.len - r.consumed, payload_len);
@@ -303,37 +332,45 @@ void Endpoint::Deliver(uint32_t rx_index, uint32_t peer, const wire::Header& h,
   CompleteRx(rx_index, e, n < payload_len ? kErrTruncated : 0, payload_len - n);
 }
 
-void Endpoint::ReleaseUnexpected(uint32_t index) {
-  Unexpected& un = rx_->unexpected_[index];
-  Endpoint* owner = un.ep;  // Null once that endpoint has closed.
-  if (owner != nullptr) --owner->stats_.unexpected_held;
-  if (owner == nullptr) {
-    // No credit to return.
-  } else if (un.credit_held) {
-    --owner->peers_[un.peer].unexpected_withheld;
-    owner->ReturnCredit(un.peer);
-  } else {
-    --owner->peers_[un.peer].unexpected_buffered;
-  }
+uint32_t RxContext::AddUnexpected(RxClient* ep, uint32_t peer, bool credit_held,
+                                  const wire::Header& h, uint64_t source,
+                                  const uint8_t* payload, size_t len) {
+  const bool tagged = h.flags & wire::kTagged;
+  const uint32_t ui = TakeSlot(unexpected_, unexpected_free_);
+  Unexpected& un = unexpected_[ui];
+  un.used = true;
+  un.credit_held = credit_held;
+  un.ep = ep;
+  un.peer = peer;
+  un.header = h;
+  un.payload.assign(payload, payload + len);
+  un.handle = matchers_[tagged].AddUnexpected({tagged ? h.tag : 0, source, ui});
+  return ui;
+}
+
+void RxContext::ReleaseUnexpected(uint32_t index) {
+  Unexpected& un = unexpected_[index];
+  // No credit to return once that endpoint has closed (null).
+  if (un.ep != nullptr) un.ep->UnexpectedReleased(un.peer, un.credit_held);
   if (un.recv_context != internal::kNil) {
-    rx_->recv_contexts_free_.push_back(un.recv_context);
+    recv_contexts_free_.push_back(un.recv_context);
     un.recv_context = internal::kNil;
   }
   un.used = false;
   un.ep = nullptr;
   un.payload.clear();
-  rx_->unexpected_free_.push_back(index);
+  unexpected_free_.push_back(index);
 }
 
-Status Endpoint::Cancel(void* context) {
+Status RxContext::CancelPosted(void* context) {
   const uint64_t ctx = reinterpret_cast<uint64_t>(context);
   for (int tagged = 0; tagged < 2; ++tagged) {
-    TagMatcher& m = rx_->matchers_[tagged];
+    TagMatcher& m = matchers_[tagged];
     auto h = m.FindReceiveByContext(ctx);
     if (!h) continue;
-    const uint32_t index = rx_->of_handle_[tagged][h->index];
+    const uint32_t index = of_handle_[tagged][h->index];
     m.RemoveReceive(*h);
-    RxOp& r = rx_->ops_[index];
+    RxOp& r = ops_[index];
     CqEntry e;
     e.op_context = r.context;
     e.flags = kRecv | (r.tagged ? kTagged : kMsg) | (r.flags & kMultiRecv);

@@ -64,12 +64,12 @@ Status Endpoint::Send(const SendArgs& a) {
   auto peer_or = PeerFor(a.dest);
   if (!peer_or.ok()) return peer_or.status();
   const uint32_t peer = *peer_or;
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (p.state == PeerState::kFailed) {
     return Status(EHOSTUNREACH, "connection to that peer failed");
   }
   const bool connected = CanSend(p);
-  if (connected && (!p.waiting.empty() || AvailableCredits(p) == 0 ||
+  if (connected && (!p.waiting.empty() || conns_.AvailableCredits(p) == 0 ||
                     p.sq_outstanding >= attr_.tx_size)) {
     ++stats_.eagain;
     return TryAgain("no credit at that peer: read the CQ, then retry");
@@ -77,7 +77,7 @@ Status Endpoint::Send(const SendArgs& a) {
   auto acquired = AcquireTx(a, len, peer);
   if (!acquired.ok()) return acquired.status();
   const uint32_t index = *acquired;
-  TxOp& op = tx_ops_[index];
+  TxOp& op = tx_.op(index);
   op.fenced = (a.flags & kFence) != 0;
   op.flags = kSend | (a.tagged ? kTagged : kMsg);
   op.level = a.flags & kCompletionLevels;
@@ -93,7 +93,7 @@ Status Endpoint::Send(const SendArgs& a) {
   h.tag = a.tagged ? a.tag : 0;
   h.data = (a.flags & kRemoteCqData) ? a.data : 0;
   h.msg_id = index;
-  uint8_t* slot = tx_bounce_.data() + index * tx_slot_bytes_;
+  uint8_t* slot = tx_.Slot(index);
   auto rollback = [&](Status s) {
     tx_cq_->Unreserve();
     FreeTx(index);
@@ -121,7 +121,7 @@ Status Endpoint::Send(const SendArgs& a) {
     }
   } else {
     p.waiting.push_back(index);
-    MarkBusy(peer);
+    conns_.MarkBusy(peer);
     if (p.state == PeerState::kIdle) {
       if (Status s = StartConnect(peer); !s.ok()) {
         p.waiting.pop_back();
@@ -138,7 +138,7 @@ Status Endpoint::Send(const SendArgs& a) {
 
 StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
                                        uint32_t peer) {
-  if (tx_free_.empty()) {
+  if (tx_.full()) {
     ++stats_.eagain;
     return TryAgain("all tx slots busy: read the CQ, then retry");
   }
@@ -154,9 +154,8 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
     ++stats_.eagain;
     return s;
   }
-  const uint32_t index = tx_free_.back();
-  tx_free_.pop_back();
-  TxOp& op = tx_ops_[index];
+  const uint32_t index = tx_.Take();
+  TxOp& op = tx_.op(index);
   // Every field is set (no zeroing of the whole slot on the hot path).
   op.used = true;
   op.peer = peer;
@@ -177,8 +176,8 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
 }
 
 Status Endpoint::PostTx(uint32_t index) {
-  TxOp& op = tx_ops_[index];
-  Peer& p = peers_[op.peer];
+  TxOp& op = tx_.op(index);
+  Peer& p = conns_[op.peer];
   if (op.rendezvous) {
     // The first FI_OPT_BUFFERED_MIN bytes (ours or the receiver's, whichever
     // is larger; known once connected) travel with the request, for a
@@ -187,13 +186,12 @@ Status Endpoint::PostTx(uint32_t index) {
         std::min<size_t>(std::max<size_t>(buffered_min_, p.peer_buffered_min),
                          attr_.eager_max),
         op.len);
-    std::memcpy(tx_bounce_.data() + index * tx_slot_bytes_ + wire::kHeaderBytes,
+    std::memcpy(tx_.Slot(index) + wire::kHeaderBytes,
                 reinterpret_cast<const uint8_t*>(op.header.aux), op.prefix);
   }
   const size_t payload = op.rendezvous ? op.prefix : op.len;
-  tp::Sge sge{
-      reinterpret_cast<uint64_t>(tx_bounce_.data()) + index * tx_slot_bytes_,
-      static_cast<uint32_t>(wire::kHeaderBytes + payload), tx_mr_->lkey()};
+  tp::Sge sge{reinterpret_cast<uint64_t>(tx_.Slot(index)),
+              static_cast<uint32_t>(wire::kHeaderBytes + payload), tx_.lkey()};
   tp::SendWr wr;
   wr.wr_id = WrId(kWrTx, index);
   wr.sg_list = &sge;
@@ -201,7 +199,7 @@ Status Endpoint::PostTx(uint32_t index) {
   wr.opcode = tp::WrOpcode::kSend;
   wr.send_flags = tp::kSendSignaled;
   // Small sends go inline: the device copies them at post, no DMA read.
-  if (sge.length <= inline_max_ && attr_.inline_sends) {
+  if (sge.length <= tx_.inline_max() && attr_.inline_sends) {
     wr.send_flags |= tp::kSendInline;
   }
   const tp::SendWr* bad = nullptr;
@@ -214,7 +212,7 @@ Status Endpoint::PostTx(uint32_t index) {
 }
 
 void Endpoint::CompleteTx(uint32_t index, int err, int prov_errno) {
-  TxOp& op = tx_ops_[index];
+  TxOp& op = tx_.op(index);
   if (!op.reserved) return;  // Completed already (inject-complete).
   op.reserved = false;       // At most one entry per operation.
   if (err == 0 && !op.wants_entry) {
@@ -235,62 +233,61 @@ void Endpoint::CompleteTx(uint32_t index, int err, int prov_errno) {
 }
 
 void Endpoint::MaybeFinishTx(uint32_t index) {
-  TxOp& op = tx_ops_[index];
+  TxOp& op = tx_.op(index);
   const bool needs_ack = op.rendezvous || op.level == kDeliveryComplete ||
                          op.level == kMatchComplete;
   if (!op.send_done) return;
   if (needs_ack && !op.acked) {
     // An answer from a failed peer will not come.
     if (op.peer == internal::kNil ||
-        peers_[op.peer].state != PeerState::kFailed) {
+        conns_[op.peer].state != PeerState::kFailed) {
       return;
     }
-    CompleteTx(index, peers_[op.peer].failed_err,
-               peers_[op.peer].failed_prov_errno);
-    --peers_[op.peer].in_flight;
+    CompleteTx(index, conns_[op.peer].failed_err,
+               conns_[op.peer].failed_prov_errno);
+    --conns_[op.peer].in_flight;
     FreeTx(index);
     return;
   }
   CompleteTx(index, 0);
-  if (op.peer != internal::kNil) --peers_[op.peer].in_flight;
+  if (op.peer != internal::kNil) --conns_[op.peer].in_flight;
   FreeTx(index);
 }
 
 void Endpoint::FreeTx(uint32_t index) {
-  TxOp& op = tx_ops_[index];
+  TxOp& op = tx_.op(index);
   if (op.rdv_mr) ReleaseRdvMr(op);
   op.rdv_mr = nullptr;
   op.rdv_copy.clear();
   op.used = false;
   op.reserved = false;
-  tx_free_.push_back(index);
+  tx_.Free(index);
 }
 
 void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
     p.acks.emplace_back(op, msg_id);
-    MarkBusy(peer);
+    conns_.MarkBusy(peer);
   }
 }
 
 Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   // Acks use a ring of header-only slots after the tx slots and need a credit
   // at the peer like any SEND.
-  if (!CanSend(p) || AvailableCredits(p) == 0 ||
+  if (!CanSend(p) || conns_.AvailableCredits(p) == 0 ||
       p.sq_outstanding >= attr_.tx_size + 8) {
     return TryAgain("no credit for an ack");
   }
-  const uint32_t slot = control_next_++ % kControlSlots;
-  uint8_t* buf = tx_bounce_.data() + tx_slot_bytes_ * attr_.tx_size +
-                 slot * wire::kHeaderBytes;
+  const uint32_t slot = tx_.NextControlSlot();
+  uint8_t* buf = tx_.ControlSlot(slot);
   wire::Header h;
   h.op = op;
   h.msg_id = msg_id;
   wire::Encode(h, buf);
   tp::Sge sge{reinterpret_cast<uint64_t>(buf),
-              static_cast<uint32_t>(wire::kHeaderBytes), tx_mr_->lkey()};
+              static_cast<uint32_t>(wire::kHeaderBytes), tx_.lkey()};
   tp::SendWr wr;
   wr.wr_id = WrId(kWrAck, slot);
   wr.sg_list = &sge;

@@ -31,11 +31,11 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   init.recv_cq = recv_cq_;
   init.srq = srq_;
   init.qp_type = tp::QpType::kRc;
-  init.cap.max_send_wr = attr_.tx_size + kControlSlots + 8;
+  init.cap.max_send_wr = attr_.tx_size + TransmitEngine::kControlSlots + 8;
   // Sends and injects use one SGE; rendezvous READs one per receive iovec.
-  init.cap.max_send_sge = read_sge_max_;
+  init.cap.max_send_sge = tx_.read_sge_max();
   init.cap.max_inline_data =
-      attr_.inline_sends ? inline_max_ : wire::kHeaderBytes;
+      attr_.inline_sends ? tx_.inline_max() : wire::kHeaderBytes;
   auto qp = pd_->CreateQp(init);
   if (!qp.ok()) return qp.status();
   tp::QpAttr a;
@@ -84,14 +84,14 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
 }
 
 Status Endpoint::StartConnect(uint32_t peer) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   auto qp = NewRcQp();
   if (!qp.ok()) return qp.status();
   p.qp = *qp;
-  p.psn = cm_.NextPsn();
-  p.request_id = cm_.NextRequestId();
+  p.psn = conns_.cm().NextPsn();
+  p.request_id = conns_.cm().NextRequestId();
   p.state = PeerState::kConnecting;
-  MarkBusy(peer);
+  conns_.MarkBusy(peer);
   p.retries = 0;
   if (attr_.type == EndpointType::kRdm && p.name == name_) {
     return ConnectToSelf(peer);
@@ -113,14 +113,14 @@ Status Endpoint::StartConnect(uint32_t peer) {
 // (IB allows a QP as its own destination; rxe loops it back) and grants
 // its own credits, as a peer's request and reply would.
 Status Endpoint::ConnectToSelf(uint32_t peer) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) {
     FailPeer(peer, EIO, kProvConnectFailed);
     return s;
   }
   wire::CmMessage m;
-  m.credit_addr = credits_.word_address(peer);
-  m.credit_rkey = credits_.word_rkey();
+  m.credit_addr = conns_.credits().word_address(peer);
+  m.credit_rkey = conns_.credits().word_rkey();
   m.credits = attr_.credits;
   p.answered_id = p.request_id;
   Credits::Grant(p.credits, m);
@@ -130,7 +130,7 @@ Status Endpoint::ConnectToSelf(uint32_t peer) {
 }
 
 Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   if (p.ah == nullptr) {
     auto made = pd_->CreateAh(AhAttrFor(p.name));
     if (!made.ok()) return made.status();
@@ -141,22 +141,22 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.from = name_;
   m.rc_qpn = p.qp ? p.qp->qp_num() : 0;
   m.psn = p.psn;
-  m.credit_addr = credits_.word_address(peer);
-  m.credit_rkey = credits_.word_rkey();
+  m.credit_addr = conns_.credits().word_address(peer);
+  m.credit_rkey = conns_.credits().word_rkey();
   m.credits = attr_.credits;
   m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
-  const bool initiator = type == wire::CmType::kRequest ||
-                         type == wire::CmType::kConnect ||
-                         type == wire::CmType::kEstablished ||
-                         (type == wire::CmType::kDisconnect && !accepted_);
+  const bool initiator =
+      type == wire::CmType::kRequest || type == wire::CmType::kConnect ||
+      type == wire::CmType::kEstablished ||
+      (type == wire::CmType::kDisconnect && !conns_.msg().accepted);
   m.request_id = initiator ? p.request_id : p.answered_id;
   if (type == wire::CmType::kConnect || type == wire::CmType::kReject ||
       (type == wire::CmType::kReply && attr_.type == EndpointType::kMsg)) {
-    m.data_len = cm_data_len_;
-    std::memcpy(m.data, cm_data_, cm_data_len_);
+    m.data_len = conns_.msg().cm_data_len;
+    std::memcpy(m.data, conns_.msg().cm_data, conns_.msg().cm_data_len);
   }
-  return cm_.Send(m, p.ah, p.name);
+  return conns_.cm().Send(m, p.ah, p.name);
 }
 
 void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
@@ -172,18 +172,17 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   if (m.type != wire::CmType::kRequest && m.type != wire::CmType::kReply) {
     return;  // FI_EP_MSG traffic that reached an RDM endpoint.
   }
-  if (peer_by_name_.find(m.from) == peer_by_name_.end() &&
-      peers_.size() >= attr_.peers_max) {
+  if (!conns_.Find(m.from) && conns_.size() >= attr_.peers_max) {
     return;  // No room: the peer's retries fail and it reports the error.
   }
-  const uint32_t peer = FindOrAddPeer(m.from);
-  Peer& p = peers_[peer];
+  const uint32_t peer = conns_.FindOrAdd(m.from);
+  Peer& p = conns_[peer];
   auto accept = [&]() {
     if (p.qp == nullptr) {
       auto qp = NewRcQp();
       if (!qp.ok()) return;
       p.qp = *qp;
-      p.psn = cm_.NextPsn();
+      p.psn = conns_.cm().NextPsn();
     }
     if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
       FailPeer(peer, EIO, kProvConnectFailed);
@@ -245,22 +244,22 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
     FailPeer(peer, ENOMEM, kProvNoMemory);
     return;
   }
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   p.state = PeerState::kConnected;
   p.ready = ready;
-  peer_by_qpn_[p.qp->qp_num()] = peer;
+  conns_.SetQpn(p.qp->qp_num(), peer);
 }
 
 void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
                         const wire::CmMessage* cm) {
-  Peer& p = peers_[peer];
+  Peer& p = conns_[peer];
   const PeerState was = p.state;
   p.state = PeerState::kFailed;
-  if (attr_.type == EndpointType::kMsg && !listener_ && !shutdown_ &&
-      was != PeerState::kFailed) {
+  if (attr_.type == EndpointType::kMsg && !listener_ &&
+      !conns_.msg().shutdown && was != PeerState::kFailed) {
     const uint8_t* data = cm ? cm->data : nullptr;
     const size_t len = cm ? cm->data_len : 0;
-    if (connected_reported_) {
+    if (conns_.msg().connected_reported) {
       PushEvent(kEqShutdown, 0, data, len);  // The connection went away.
     } else {
       PushEvent(0, err, data, len, prov_errno);  // Connecting failed.
@@ -288,8 +287,8 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
   // end of a rendezvous READ, a delivery or match acknowledgement) will get
   // none: they fail now, once each. Sends still on the QP complete as its
   // work completions come back (flushed, with the QP in error).
-  for (uint32_t index = 0; index < tx_ops_.size(); ++index) {
-    TxOp& op = tx_ops_[index];
+  for (uint32_t index = 0; index < tx_.size(); ++index) {
+    TxOp& op = tx_.op(index);
     if (!op.used || op.peer != peer || !op.send_done) continue;
     CompleteTx(index, err, prov_errno);
     --p.in_flight;
@@ -303,9 +302,10 @@ void Endpoint::ArmCmTimer(Peer& p, uint64_t now) {
 }
 
 void Endpoint::RetryConnects(uint64_t now) {
-  for (size_t k = 0; k < busy_.size(); ++k) {
-    const uint32_t i = busy_[k];
-    Peer& p = peers_[i];
+  // Index loop over the live list: failing a peer may add to it.
+  for (size_t k = 0; k < conns_.busy().size(); ++k) {
+    const uint32_t i = conns_.busy()[k];
+    Peer& p = conns_[i];
     if (attr_.type == EndpointType::kRdm && p.state == PeerState::kConnected &&
         !p.ready && !p.waiting.empty()) {
       if (now >= p.retry_at_ns) {

@@ -128,8 +128,6 @@ bool Attack::MakeEp(int node, Ep* e) {
   FUZZ_CHECK(e->ep->BindCq(e->cq.get(), core::kSend | core::kRecv).ok());
   FUZZ_CHECK(e->ep->BindAv(e->av.get()).ok());
   FUZZ_CHECK(e->ep->Enable().ok());
-  core::Endpoint* raw = e->ep.get();
-  e->cq->set_progress([raw] { raw->Progress(); });
   return true;
 }
 

@@ -345,10 +345,11 @@ TEST(HostileRegression, CreditIgnoringFloodIsBounded) {
   ASSERT_TRUE(pd.ok());
   core::EndpointAttr attr;
   attr.credits = 8;
-  auto ep = core::Endpoint::Create(fabric->device(0), *pd, attr);
-  ASSERT_TRUE(ep.ok());
+  // The CQ outlives the endpoint bound to it (declared first).
   core::CompletionQueue cq(64);
   core::AddressVector av(4);
+  auto ep = core::Endpoint::Create(fabric->device(0), *pd, attr);
+  ASSERT_TRUE(ep.ok());
   ASSERT_TRUE((*ep)->BindCq(&cq, core::kSend | core::kRecv).ok());
   ASSERT_TRUE((*ep)->BindAv(&av).ok());
   ASSERT_TRUE((*ep)->Enable().ok());

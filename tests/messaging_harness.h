@@ -51,8 +51,6 @@ class Cluster {
               .ok());
       EXPECT_TRUE(n.ep->BindAv(n.av.get()).ok());
       EXPECT_TRUE(n.ep->Enable().ok());
-      core::Endpoint* raw = n.ep.get();
-      n.cq->set_progress([raw] { raw->Progress(); });
       nodes_.push_back(std::move(n));
     }
     for (auto& n : nodes_) {

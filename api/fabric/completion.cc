@@ -19,10 +19,6 @@ namespace softfab::fabric_internal {
 
 namespace {
 
-void ProgressCq(Cq* cq) {
-  for (Ep* ep : cq->eps) ep->ep->Progress();
-}
-
 void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
   switch (format) {
     case SF_CQ_FORMAT_CONTEXT:
@@ -164,7 +160,6 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
       return rc;
     }
   }
-  c->cq->set_progress([c] { ProgressCq(c); });
   *out = c;
   return 0;
 }

@@ -21,153 +21,165 @@ constexpr uint64_t kRnrTimerNs[32] = {
 
 }  // namespace
 
-void FabricImpl::OnResponse(QpImpl* qp, const Ev& ev) {
-  if (qp->attr_.qp_state != QpState::kRts &&
-      qp->attr_.qp_state != QpState::kSqd)
+void QpImpl::OnResponse(const Ev& ev) {
+  FabricImpl* f = dev_->fabric_;
+  if (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd)
     return;
   if (ev.op == PktOp::kReadResp) {
-    SendWqe* w = qp->FindWqe(ev.wqe_seq);
+    SendWqe* w = sq_.Find(ev.wqe_seq);
     if (w == nullptr || w->opcode != WrOpcode::kRdmaRead ||
         ev.psn != PsnAdd(w->first_psn, w->read_done)) {
       return;  // stale or out of order: the ack timer recovers.
     }
-    qp->ImplicitAck(w->first_psn);
-    QpImpl* resp_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
+    ImplicitAck(w->first_psn);
+    QpImpl* resp_qp = f->dev(ev.src_node)->QpByNum(ev.src_qpn);
     const uint8_t* src =
         resp_qp ? RemoteTarget(resp_qp, w->rkey, w->remote_addr, w->length,
                                transport::kAccessRemoteRead)
                 : nullptr;
     if (src == nullptr) return;  // responder MR vanished: treat as lost
-    const Sge* sges = qp->SendSges(ev.wqe_seq);
-    if (w->mr_checked != qp->dev_->mr_epoch_ + 1 &&
-        CheckSges(qp->dev_, qp->pd_, sges, w->num_sge,
-                  transport::kAccessLocalWrite) < 0) {
+    const Sge* sges = sq_.Sges(ev.wqe_seq);
+    if (w->mr_checked != dev_->mr_epoch_ + 1 &&
+        CheckSges(dev_, pd_, sges, w->num_sge, transport::kAccessLocalWrite) <
+            0) {
       w->error = WcStatus::kLocProtErr;
-      qp->Retire();
+      Retire();
       return;
     }
-    if (config_.observer != nullptr) [[unlikely]] {
-      config_.observer->BeforeMemoryRead(src + ev.offset, ev.length);
+    if (f->config().observer != nullptr) [[unlikely]] {
+      f->config().observer->BeforeMemoryRead(src + ev.offset, ev.length);
     }
     PlaceBytes(sges, w->num_sge, ev.offset, src + ev.offset, ev.length,
-               /*src_private=*/false);
+               /*src_private=*/false, f->staging());
+    f->Written(sges, w->num_sge, ev.offset, ev.length);
     ++w->read_done;
     // A valid response is forward progress: retry_cnt counts timeouts in a
     // row without any (so a long READ over a lossy link is not failed for
     // needing more than retry_cnt rounds in total).
-    qp->retry_left_ = qp->attr_.retry_cnt;
+    comp_.retry_left = attr_.retry_cnt;
     if (w->read_done == w->npkts) {
-      qp->ImplicitAck(PsnAdd(w->first_psn, w->npkts));
-      qp->retry_left_ = qp->attr_.retry_cnt;
-      qp->Retire();
-      qp->ArmTimer();
-      qp->Pump();
+      ImplicitAck(PsnAdd(w->first_psn, w->npkts));
+      comp_.retry_left = attr_.retry_cnt;
+      Retire();
+      ArmTimer();
+      Pump();
     }
     return;
   }
   const Syndrome syn = static_cast<Syndrome>(ev.syndrome);
-  if (PsnDiff(ev.psn, qp->next_psn_) >= 0)
+  if (PsnDiff(ev.psn, req_.next_psn) >= 0)
     return;  // acknowledges nothing we sent
   switch (syn) {
     case Syndrome::kAck: {
-      const uint32_t before = qp->una_psn_;
-      qp->ImplicitAck(PsnAdd(ev.psn, 1));
-      if (qp->una_psn_ != before) {
-        qp->retry_left_ = qp->attr_.retry_cnt;
-        qp->rnr_left_ = qp->attr_.rnr_retry;
+      const uint32_t before = comp_.una_psn;
+      ImplicitAck(PsnAdd(ev.psn, 1));
+      if (comp_.una_psn != before) {
+        comp_.retry_left = attr_.retry_cnt;
+        comp_.rnr_left = attr_.rnr_retry;
       }
-      qp->Retire();
-      qp->ArmTimer();
-      qp->Pump();
+      Retire();
+      ArmTimer();
+      Pump();
       return;
     }
     case Syndrome::kNakSeq:
-      if (PsnDiff(ev.psn, qp->una_psn_) < 0) return;  // stale
-      qp->ImplicitAck(ev.psn);
-      qp->Retire();
-      if (qp->attr_.qp_state == QpState::kError || qp->rnr_wait_) return;
-      ++stats_.retransmits;
-      qp->GoBack(ev.psn);
-      qp->Pump();
+      if (PsnDiff(ev.psn, comp_.una_psn) < 0) return;  // stale
+      ImplicitAck(ev.psn);
+      Retire();
+      if (attr_.qp_state == QpState::kError || comp_.rnr_wait) return;
+      ++f->mutable_stats().retransmits;
+      GoBack(ev.psn);
+      Pump();
       return;
     case Syndrome::kNakRnr: {
-      if (PsnDiff(ev.psn, qp->una_psn_) < 0 || qp->rnr_wait_) return;
-      qp->ImplicitAck(ev.psn);
-      qp->Retire();
-      if (qp->attr_.qp_state == QpState::kError) return;
-      if (qp->attr_.rnr_retry != 7) {
-        if (qp->rnr_left_ == 0) {
-          qp->ErrorHead(WcStatus::kRnrRetryExcErr, kVendorRnr);
+      if (PsnDiff(ev.psn, comp_.una_psn) < 0 || comp_.rnr_wait) return;
+      ImplicitAck(ev.psn);
+      Retire();
+      if (attr_.qp_state == QpState::kError) return;
+      if (attr_.rnr_retry != 7) {
+        if (comp_.rnr_left == 0) {
+          ErrorHead(WcStatus::kRnrRetryExcErr, kVendorRnr);
           return;
         }
-        --qp->rnr_left_;
+        --comp_.rnr_left;
       }
-      qp->rnr_wait_ = true;
-      qp->timer_deadline_ns_ = 0;
-      ScheduleQpTimer(EvKind::kRnrTimer, qp->dev_->node_, qp->qp_num(),
-                      now_ns_ + kRnrTimerNs[ev.aux & 31], ev.psn);
+      comp_.rnr_wait = true;
+      comp_.timer_deadline_ns = 0;
+      f->ScheduleQpTimer(EvKind::kRnrTimer, dev_->node_, qp_num(),
+                         f->now() + kRnrTimerNs[ev.aux & 31], ev.psn);
       return;
     }
     case Syndrome::kNakInvReq:
     case Syndrome::kNakRemAccess:
     case Syndrome::kNakRemOp: {
-      if (PsnDiff(ev.psn, qp->una_psn_) < 0) return;
-      qp->ImplicitAck(ev.psn);
-      qp->Retire();
-      if (qp->attr_.qp_state == QpState::kError) return;
+      if (PsnDiff(ev.psn, comp_.una_psn) < 0) return;
+      ImplicitAck(ev.psn);
+      Retire();
+      if (attr_.qp_state == QpState::kError) return;
       const WcStatus st = syn == Syndrome::kNakInvReq ? WcStatus::kRemInvReqErr
                           : syn == Syndrome::kNakRemAccess
                               ? WcStatus::kRemAccessErr
                               : WcStatus::kRemOpErr;
-      qp->ErrorHead(st, kVendorRemote);
+      ErrorHead(st, kVendorRemote);
       return;
     }
   }
 }
 
+// The timers' events: traced, then handed to the QP if it still exists (it
+// may have been destroyed since it armed the timer). One function per kind,
+// so that each is a short tail call.
 void FabricImpl::OnAckTimer(const Ev& ev) {
-  Record(TraceKind::kAckTimeout, ev, 0);
+  recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
   QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
-  if (qp == nullptr) return;
-  qp->timer_pending_ = false;
-  const QpState s = qp->attr_.qp_state;
-  if (qp->timer_deadline_ns_ == 0 || (s != QpState::kRts && s != QpState::kSqd))
-    return;
-  if (now_ns_ < qp->timer_deadline_ns_) {
-    qp->timer_pending_ = true;
-    ScheduleQpTimer(EvKind::kAckTimer, ev.dst_node, ev.dst_qpn,
-                    qp->timer_deadline_ns_, 0);
-    return;
-  }
-  if (qp->sq_head_ >= qp->sq_assigned_) {
-    qp->timer_deadline_ns_ = 0;
-    return;
-  }
-  if (qp->retry_left_ == 0) {
-    qp->ErrorHead(WcStatus::kRetryExcErr, kVendorRetry);
-    return;
-  }
-  --qp->retry_left_;
-  ++stats_.retransmits;
-  qp->timer_deadline_ns_ = 0;
-  // Back to the oldest incomplete WR (not una_psn_: a read whose responses
-  // were lost may lie before it); the responder discards what it already
-  // has.
-  qp->GoBack(qp->Slot(qp->sq_head_).first_psn);
-  qp->Pump();
+  if (qp != nullptr) qp->OnAckTimer();
 }
 
 void FabricImpl::OnRnrTimer(const Ev& ev) {
-  Record(TraceKind::kRnrTimer, ev, 0);
+  recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
   QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
-  if (qp == nullptr || !qp->rnr_wait_) return;
-  qp->rnr_wait_ = false;
-  if (qp->attr_.qp_state != QpState::kRts &&
-      qp->attr_.qp_state != QpState::kSqd)
+  if (qp != nullptr) qp->OnRnrTimer(ev.psn);
+}
+
+void QpImpl::OnAckTimer() {
+  FabricImpl* f = dev_->fabric_;
+  comp_.timer_pending = false;
+  const QpState s = attr_.qp_state;
+  if (comp_.timer_deadline_ns == 0 ||
+      (s != QpState::kRts && s != QpState::kSqd))
     return;
-  ++stats_.retransmits;
-  qp->GoBack(ev.psn);
-  qp->Pump();
+  if (f->now() < comp_.timer_deadline_ns) {
+    comp_.timer_pending = true;
+    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
+                       comp_.timer_deadline_ns, 0);
+    return;
+  }
+  if (!sq_.outstanding()) {
+    comp_.timer_deadline_ns = 0;
+    return;
+  }
+  if (comp_.retry_left == 0) {
+    ErrorHead(WcStatus::kRetryExcErr, kVendorRetry);
+    return;
+  }
+  --comp_.retry_left;
+  ++f->mutable_stats().retransmits;
+  comp_.timer_deadline_ns = 0;
+  // Back to the oldest incomplete WR (not comp_.una_psn: a read whose responses
+  // were lost may lie before it); the responder discards what it already
+  // has.
+  GoBack(sq_.Slot(sq_.head).first_psn);
+  Pump();
+}
+
+void QpImpl::OnRnrTimer(uint32_t psn) {
+  if (!comp_.rnr_wait) return;
+  comp_.rnr_wait = false;
+  if (attr_.qp_state != QpState::kRts && attr_.qp_state != QpState::kSqd)
+    return;
+  ++dev_->fabric_->mutable_stats().retransmits;
+  GoBack(psn);
+  Pump();
 }
 
 void QpImpl::CompleteSend(const SendWqe& w, WcStatus status,
@@ -197,16 +209,17 @@ void QpImpl::CompleteSend(const SendWqe& w, WcStatus status,
 }
 
 void QpImpl::ImplicitAck(uint32_t psn_next) {
-  if (PsnDiff(psn_next, una_psn_) > 0 && PsnDiff(psn_next, next_psn_) <= 0) {
-    una_psn_ = psn_next;
+  if (PsnDiff(psn_next, comp_.una_psn) > 0 &&
+      PsnDiff(psn_next, req_.next_psn) <= 0) {
+    comp_.una_psn = psn_next;
   }
 }
 
 void QpImpl::Retire() {
-  assert(sq_head_ <= sq_assigned_ && sq_assigned_ <= sq_tail_);
-  assert(sq_tail_ - sq_head_ <= sq_depth_);
-  while (sq_head_ < sq_assigned_) {
-    SendWqe& w = Slot(sq_head_);
+  assert(sq_.head <= sq_.assigned && sq_.assigned <= sq_.tail);
+  assert(sq_.tail - sq_.head <= sq_.depth());
+  while (sq_.head < sq_.assigned) {
+    SendWqe& w = sq_.Slot(sq_.head);
     if (w.error != WcStatus::kSuccess) {
       ErrorHead(w.error, kVendorLocal);
       return;
@@ -217,17 +230,17 @@ void QpImpl::Retire() {
     } else if (w.opcode == WrOpcode::kRdmaRead) {
       done = w.read_done == w.npkts;
     } else {
-      done = PsnDiff(PsnAdd(w.first_psn, w.npkts), una_psn_) <= 0;
+      done = PsnDiff(PsnAdd(w.first_psn, w.npkts), comp_.una_psn) <= 0;
     }
     if (!done) break;
-    ++sq_head_;
+    ++sq_.head;
     if (Signaled(w)) CompleteSend(w, WcStatus::kSuccess, 0);
     if (attr_.qp_state == QpState::kError)
       return;  // the completion overran its CQ
   }
-  if (attr_.qp_state == QpState::kSqd && sq_head_ == sq_assigned_ &&
-      !drained_reported_) {
-    drained_reported_ = true;
+  if (attr_.qp_state == QpState::kSqd && sq_.head == sq_.assigned &&
+      !req_.drained_reported) {
+    req_.drained_reported = true;
     if (attr_.en_sqd_async_notify)
       dev_->Raise(AsyncEventType::kSqDrained, qp_num(), 0, 0);
   }
@@ -236,22 +249,22 @@ void QpImpl::Retire() {
 void QpImpl::ArmTimer() {
   const uint64_t to = AckTimeoutNs();
   FabricImpl* f = dev_->fabric_;
-  if (to == 0 || rnr_wait_ || sq_head_ >= sq_assigned_) {
-    timer_deadline_ns_ = 0;
+  if (to == 0 || comp_.rnr_wait || !sq_.outstanding()) {
+    comp_.timer_deadline_ns = 0;
     return;
   }
-  timer_deadline_ns_ = f->now() + to;
-  if (!timer_pending_) {
-    timer_pending_ = true;
+  comp_.timer_deadline_ns = f->now() + to;
+  if (!comp_.timer_pending) {
+    comp_.timer_pending = true;
     f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
-                       timer_deadline_ns_, 0);
+                       comp_.timer_deadline_ns, 0);
   }
 }
 
 void QpImpl::ErrorHead(WcStatus status, uint32_t vendor_err) {
-  if (sq_head_ < sq_tail_) {
-    const SendWqe w = Slot(sq_head_);
-    ++sq_head_;
+  if (sq_.head < sq_.tail) {
+    const SendWqe w = sq_.Slot(sq_.head);
+    ++sq_.head;
     if (init_.qp_type == QpType::kUd) {
       CompleteSend(w, status, vendor_err);
       if (attr_.qp_state != QpState::kError) ToSqe();

@@ -22,7 +22,7 @@ int CqImpl::Poll(int num_entries, WorkCompletion* wc) {
   if (num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
   FabricImpl* f = dev_->fabric_;
   if (num_entries > 0) {
-    f->Watch(this);
+    f->hold().Watch(this);
     // Shared by processes, time moves only when the daemon advances it.
     if (empty() && !f->config().shared_by_processes) f->RunForCq(this);
   }
@@ -38,7 +38,7 @@ int CqImpl::Poll(int num_entries, WorkCompletion* wc) {
     }
   }
   if (overflow_.empty() && count_ < capacity_) overrun_reported_ = false;
-  if (n > 0) f->ReadFrom(this);
+  if (n > 0) f->hold().ReadFrom(this);
   return n;
 }
 
@@ -51,25 +51,25 @@ Status CqImpl::Destroy() {
     channel_->Forget(this);
     --channel_->refs_;
   }
-  if (holding_pos_ >= 0) dev_->fabric_->RemoveHolding(this);
+  if (holding_pos_ >= 0) dev_->fabric_->hold().Remove(this);
   dev_->cqs_[index_].reset();
   return Status::Ok();
 }
 
 void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
                            const Ev* pkt) {
-  ++stats_.completions;
+  ++recorder_.stats().completions;
   if (config_.observer != nullptr) [[unlikely]] {
     config_.observer->OnNodeEvent(cq->dev_->node_);
   }
-  if (cq->watched_ && cq->holding_pos_ < 0) AddHolding(cq);
+  if (cq->watched_ && cq->holding_pos_ < 0) hold_.Add(cq);
   // All that completion channels cost a completion: one well-predicted branch
   // (and passing `pkt`). An overflowing completion is kept (see Push), so it
   // counts as added.
   if (cq->notify_ != 0) [[unlikely]]
     cq->Notify(pkt != nullptr && Solicited(*pkt));
   if (cq->Push(wc)) return;
-  ++stats_.cq_overruns;
+  ++recorder_.stats().cq_overruns;
   if (!cq->overrun_reported_) {
     cq->overrun_reported_ = true;
     cq->dev_->Raise(AsyncEventType::kCqErr, 0, cq->index_, 0);

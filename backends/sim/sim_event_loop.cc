@@ -1,6 +1,6 @@
-// The event loop and the virtual clock: Step pops the next event (time,
-// sequence) and dispatches it, RunUntil / RunUntilIdle drive time explicitly,
-// and every event is folded into the digest and the trace ring.
+// Running the event loop (internal/event_loop.h): Step takes the next event
+// (time, sequence), folds it into the digest and dispatches it to the part it
+// is for; RunUntil / RunUntilIdle drive time explicitly.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -10,23 +10,22 @@
 namespace softfab::sim::internal {
 
 bool FabricImpl::Step() {
-  if (queue_.empty()) return false;
-  const auto entry = queue_.Pop();
-  if (entry.time_ns > now_ns_) now_ns_ = entry.time_ns;
-  ++stats_.events;
-  Fold(entry.time_ns);
-  Fold(entry.seq);
+  if (loop_.empty()) return false;
+  const EventLoop::Entry entry = loop_.Take();
+  ++recorder_.stats().events;
+  recorder_.Fold(entry.time_ns);
+  recorder_.Fold(entry.seq);
   Dispatch(entry.payload);
   return true;
 }
 
 uint64_t FabricImpl::RunUntil(uint64_t t_ns) {
   uint64_t n = 0;
-  while (!queue_.empty() && queue_.TopTime() <= t_ns) {
+  while (!loop_.empty() && loop_.TopTime() <= t_ns) {
     Step();
     ++n;
   }
-  if (t_ns > now_ns_) now_ns_ = t_ns;
+  loop_.AdvanceTo(t_ns);
   return n;
 }
 
@@ -34,16 +33,6 @@ uint64_t FabricImpl::RunUntilIdle(uint64_t events_max) {
   uint64_t n = 0;
   while (n < events_max && Step()) ++n;
   return n;
-}
-
-std::vector<TraceRecord> FabricImpl::Trace() const {
-  std::vector<TraceRecord> out;
-  if (trace_.empty()) return out;
-  const uint64_t count = std::min<uint64_t>(trace_next_, trace_.size());
-  for (uint64_t i = trace_next_ - count; i < trace_next_; ++i) {
-    out.push_back(trace_[i % trace_.size()]);
-  }
-  return out;
 }
 
 void FabricImpl::Dispatch(const Ev& ev) {
@@ -60,14 +49,14 @@ void FabricImpl::Dispatch(const Ev& ev) {
     case EvKind::kUdSendDone: {
       QpImpl* qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
       if (qp == nullptr) return;
-      SendWqe* w = qp->FindWqe(ev.wqe_seq);
+      SendWqe* w = qp->sq_.Find(ev.wqe_seq);
       if (w == nullptr) return;
       w->done = true;
       qp->Retire();
       return;
     }
     case EvKind::kTimedFault:
-      Record(TraceKind::kTimedFault, ev, 0);
+      recorder_.Record(TraceKind::kTimedFault, ev, 0, now());
       OnTimedFault(config_.faults.timed_faults[ev.aux]);
       return;
     case EvKind::kWakeup:

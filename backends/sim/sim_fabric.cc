@@ -38,32 +38,21 @@ namespace internal {
 FabricImpl::FabricImpl(const SimConfig& config)
     : config_(config),
       quirks_(QuirksOf(config.personality)),
-      default_link_(MakeLink(config.default_link)),
+      recorder_(config.trace_capacity),
+      links_(config_),
+      packet_faults_(config_.faults.packet_faults, config_.master_seed),
       staging_(4096 + kGrhBytes) {
   nodes_.resize(config_.nodes);
   for (int32_t n = 0; n < config_.nodes; ++n) {
     nodes_[n].device = std::make_unique<DeviceImpl>(this, n);
   }
-  link_index_.assign(static_cast<size_t>(config_.nodes) * config_.nodes, -1);
-  for (const SimLinkConfig& l : config_.links) {
-    const int32_t idx = static_cast<int32_t>(links_.size());
-    links_.push_back(MakeLink(l));
-    link_index_[static_cast<size_t>(l.node_a) * config_.nodes + l.node_b] = idx;
-    link_index_[static_cast<size_t>(l.node_b) * config_.nodes + l.node_a] = idx;
-  }
-  for (size_t i = 0; i < config_.faults.packet_faults.size(); ++i) {
-    fault_rngs_.emplace_back(
-        internal::DeriveSeed(config_.master_seed, 1000 + i));
-  }
-  fault_counts_.assign(config_.faults.packet_faults.size(), 0);
-  trace_.resize(config_.trace_capacity);
   for (size_t i = 0; i < config_.faults.timed_faults.size(); ++i) {
     Ev ev{};
     ev.kind = EvKind::kTimedFault;
     ev.aux = static_cast<uint32_t>(i);
-    queue_.Push(config_.faults.timed_faults[i].time_ns, ev);
+    loop_.Schedule(config_.faults.timed_faults[i].time_ns, ev);
   }
-  Fold(config_.master_seed);
+  recorder_.Fold(config_.master_seed);
 }
 
 }  // namespace internal

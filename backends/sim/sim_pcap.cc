@@ -152,7 +152,7 @@ class PcapTap final : public PacketTap {
       p->psn = static_cast<uint32_t>(ev.wqe_seq) & kPsnMask;
       p->imm = static_cast<uint32_t>(ev.offset);
       if (ev.length > 0) {
-        std::memcpy(payload_.data(), fabric_->Ud(ev.aux).bytes.data(),
+        std::memcpy(payload_.data(), fabric_->ud_pool().data(ev.aux),
                     ev.length);
       }
       return;
@@ -169,7 +169,7 @@ class PcapTap final : public PacketTap {
     const int32_t req_node = response ? ev.dst_node : ev.src_node;
     const uint32_t req_qpn = response ? ev.dst_qpn : ev.src_qpn;
     QpImpl* req_qp = fabric_->dev(req_node)->QpByNum(req_qpn);
-    SendWqe* w = req_qp != nullptr ? req_qp->FindWqe(ev.wqe_seq) : nullptr;
+    SendWqe* w = req_qp != nullptr ? req_qp->sq_.Find(ev.wqe_seq) : nullptr;
     if (w == nullptr) return;
     p->va = w->remote_addr;  // RETH: on a WRITE's first packet, or a READ
     p->rkey = w->rkey;
@@ -189,11 +189,11 @@ class PcapTap final : public PacketTap {
       return;
     }
     if (w->send_flags & transport::kSendInline) {
-      std::memcpy(payload_.data(), req_qp->InlineData(ev.wqe_seq) + ev.offset,
+      std::memcpy(payload_.data(), req_qp->sq_.Inline(ev.wqe_seq) + ev.offset,
                   ev.length);
       return;
     }
-    const Sge* sges = req_qp->SendSges(ev.wqe_seq);
+    const Sge* sges = req_qp->sq_.Sges(ev.wqe_seq);
     if (CheckSges(req_qp->dev_, req_qp->pd_, sges, w->num_sge, 0) >= 0)
       Gather(sges, w->num_sge, ev.offset, payload_.data(), ev.length);
   }

@@ -88,24 +88,19 @@ void Scatter(const Sge* sges, uint32_t n, uint64_t offset, const uint8_t* src,
   }
 }
 
-// Scatter() of `len` bytes from `src`, with the result a copy through a
-// private buffer would give even if `src` (user memory unless `src_private`)
-// overlaps the destination: one SGE takes them with memmove; else `src` is
-// staged first unless it is private.
-void FabricImpl::PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
-                            const uint8_t* src, uint64_t len,
-                            bool src_private) {
+void PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
+                const uint8_t* src, uint64_t len, bool src_private,
+                uint8_t* staging) {
   if (len == 0) return;
   if (uint8_t* dst = InOneSge(sges, n, offset, len)) {
     std::memmove(dst, src, len);
-  } else {
-    if (!src_private) {
-      std::memcpy(staging_.data(), src, len);
-      src = staging_.data();
-    }
-    Scatter(sges, n, offset, src, len);
+    return;
   }
-  Written(sges, n, offset, len);
+  if (!src_private) {
+    std::memcpy(staging, src, len);
+    src = staging;
+  }
+  Scatter(sges, n, offset, src, len);
 }
 
 void FabricImpl::Written(const Sge* sges, uint32_t n, uint64_t offset,

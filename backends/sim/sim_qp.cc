@@ -19,52 +19,46 @@ QpImpl::QpImpl(DeviceImpl* dev, PdImpl* pd, uint32_t index,
       send_cq_(static_cast<CqImpl*>(init.send_cq)),
       recv_cq_(static_cast<CqImpl*>(init.recv_cq)),
       srq_(static_cast<SrqImpl*>(init.srq)),
-      send_sge_max_(send_sge_max),
-      inline_max_(inline_max),
-      sq_depth_(std::max<uint32_t>(init.cap.max_send_wr, 1)),
-      sq_mask_(RingSize(sq_depth_) - 1) {
-  sq_.assign(sq_mask_ + 1, SendWqe{});
-  sq_sges_.assign((sq_mask_ + 1) * send_sge_max_, Sge{});
-  sq_inline_.assign((sq_mask_ + 1) * inline_max_, 0);
+      sq_(init.cap.max_send_wr, send_sge_max, inline_max) {
   if (srq_ == nullptr) {
     rq_.Init(std::max<uint32_t>(init.cap.max_recv_wr, 1),
              init.cap.max_recv_sge);
-    active_sges_.resize(init.cap.max_recv_sge);
+    resp_.sges.resize(init.cap.max_recv_sge);
   } else {
-    active_sges_.resize(srq_->ring_.sge_max());
+    resp_.sges.resize(srq_->ring_.sge_max());
   }
   attr_.cap = init.cap;
   attr_.port_num = 1;
-  path_mtu_bytes_ = ComputePathMtuBytes();
+  path_.mtu_bytes = ComputePathMtuBytes();
 }
 
 uint32_t QpImpl::ComputePathMtuBytes() const {
   return std::min(transport::MtuBytes(attr_.path_mtu),
-                  dev_->fabric_->PathMtu(dev_->node_, dest_node_));
+                  dev_->fabric_->PathMtu(dev_->node_, path_.node));
 }
 
 void QpImpl::FlushSend() {
-  // Completions may overrun the CQ and re-enter ToError; sq_head_ advances
+  // Completions may overrun the CQ and re-enter ToError; sq_.head advances
   // first.
-  while (sq_head_ < sq_tail_) {
-    const SendWqe w = Slot(sq_head_);
-    ++sq_head_;
+  while (sq_.head < sq_.tail) {
+    const SendWqe w = sq_.Slot(sq_.head);
+    ++sq_.head;
     CompleteSend(w, WcStatus::kWrFlushErr, kVendorFlush);
   }
-  sq_assigned_ = tx_wqe_ = sq_tail_;
-  tx_pkt_ = 0;
+  sq_.assigned = req_.tx_wqe = sq_.tail;
+  req_.tx_pkt = 0;
 }
 
 void QpImpl::FlushRecv() {
-  if (recv_active_) {
-    recv_active_ = false;
-    CompleteRecvError(active_.wr_id, WcStatus::kWrFlushErr, kVendorFlush,
+  if (resp_.recv_active) {
+    resp_.recv_active = false;
+    CompleteRecvError(resp_.wqe.wr_id, WcStatus::kWrFlushErr, kVendorFlush,
                       /*pkt=*/nullptr);
   }
   if (srq_ != nullptr)
     return;  // an SRQ's requests belong to the SRQ, not to this QP
   RecvWqe r;
-  while (rq_.Pop(&r, active_sges_.data())) {
+  while (rq_.Pop(&r, resp_.sges.data())) {
     CompleteRecvError(r.wr_id, WcStatus::kWrFlushErr, kVendorFlush,
                       /*pkt=*/nullptr);
   }
@@ -73,35 +67,35 @@ void QpImpl::FlushRecv() {
 void QpImpl::ToError() {
   if (attr_.qp_state == QpState::kError) return;
   attr_.qp_state = QpState::kError;
-  rnr_wait_ = false;
-  timer_deadline_ns_ = 0;
+  comp_.rnr_wait = false;
+  comp_.timer_deadline_ns = 0;
   FlushSend();
   FlushRecv();
-  if (srq_ != nullptr && !last_wqe_reported_) {
-    last_wqe_reported_ = true;
+  if (srq_ != nullptr && !resp_.last_wqe_reported) {
+    resp_.last_wqe_reported = true;
     dev_->Raise(AsyncEventType::kQpLastWqeReached, qp_num(), 0, 0);
   }
 }
 
 void QpImpl::ToSqe() {
   attr_.qp_state = QpState::kSqe;
-  tx_blocked_ = false;
+  req_.blocked = false;
   FlushSend();
 }
 
 void QpImpl::DiscardAll() {
   // Sequence numbers keep counting, so packets still on the wire never match a
   // new WR.
-  sq_head_ = sq_assigned_ = tx_wqe_ = sq_tail_;
-  tx_pkt_ = 0;
+  sq_.head = sq_.assigned = req_.tx_wqe = sq_.tail;
+  req_.tx_pkt = 0;
   rq_.Clear();
-  recv_active_ = false;
-  rnr_wait_ = false;
-  tx_blocked_ = false;
-  timer_deadline_ns_ = 0;
-  nak_sent_ = false;
-  last_wqe_reported_ = false;
-  drained_reported_ = false;
+  resp_.recv_active = false;
+  comp_.rnr_wait = false;
+  req_.blocked = false;
+  comp_.timer_deadline_ns = 0;
+  resp_.nak_sent = false;
+  resp_.last_wqe_reported = false;
+  req_.drained_reported = false;
 }
 
 namespace {
@@ -262,7 +256,7 @@ Status QpImpl::Modify(const QpAttr& attr, uint32_t mask) {
   if ((mask & transport::kQpDestQpn) && attr.dest_qp_num > kPsnMask) {
     return InvalidArgument("dest_qp_num beyond 24 bits");
   }
-  int32_t av_node = dest_node_;
+  int32_t av_node = path_.node;
   if (mask & transport::kQpAv) {
     av_node = NodeOfAh(f, attr.ah_attr);
     if (av_node < 0) return InvalidArgument("ah_attr names no reachable port");
@@ -275,25 +269,25 @@ Status QpImpl::Modify(const QpAttr& attr, uint32_t mask) {
   if (mask & transport::kQpQkey) attr_.qkey = attr.qkey;
   if (mask & transport::kQpAv) {
     attr_.ah_attr = attr.ah_attr;
-    dest_node_ = av_node;
+    path_.node = av_node;
   }
   if (mask & transport::kQpPathMtu) attr_.path_mtu = attr.path_mtu;
   if (mask & transport::kQpTimeout) attr_.timeout = attr.timeout;
   if (mask & transport::kQpRetryCnt) {
     attr_.retry_cnt = attr.retry_cnt;
-    retry_left_ = attr.retry_cnt;
+    comp_.retry_left = attr.retry_cnt;
   }
   if (mask & transport::kQpRnrRetry) {
     attr_.rnr_retry = attr.rnr_retry;
-    rnr_left_ = attr.rnr_retry;
+    comp_.rnr_left = attr.rnr_retry;
   }
   if (mask & transport::kQpRqPsn) {
     attr_.rq_psn = attr.rq_psn & kPsnMask;  // the kernel masks to 24 bits
-    epsn_ = attr_.rq_psn;
+    resp_.epsn = attr_.rq_psn;
   }
   if (mask & transport::kQpSqPsn) {
     attr_.sq_psn = attr.sq_psn & kPsnMask;
-    next_psn_ = una_psn_ = attr_.sq_psn;
+    req_.next_psn = comp_.una_psn = attr_.sq_psn;
   }
   if (mask & transport::kQpMaxQpRdAtomic)
     attr_.max_rd_atomic = attr.max_rd_atomic;
@@ -305,7 +299,7 @@ Status QpImpl::Modify(const QpAttr& attr, uint32_t mask) {
   if (mask & transport::kQpEnSqdAsyncNotify) {
     attr_.en_sqd_async_notify = attr.en_sqd_async_notify;
   }
-  path_mtu_bytes_ = ComputePathMtuBytes();
+  path_.mtu_bytes = ComputePathMtuBytes();
   if (next == cur) return Status::Ok();
   switch (next) {
     case QpState::kReset:
@@ -317,7 +311,7 @@ Status QpImpl::Modify(const QpAttr& attr, uint32_t mask) {
       return Status::Ok();
     case QpState::kSqd:
       attr_.qp_state = QpState::kSqd;
-      drained_reported_ = false;
+      req_.drained_reported = false;
       Retire();
       return Status::Ok();
     case QpState::kRts:
@@ -334,8 +328,7 @@ Status QpImpl::Query(QpAttr* attr, QpInitAttr* init_attr) const {
   if (attr == nullptr) return InvalidArgument("attr is null");
   *attr = attr_;
   attr->cur_qp_state = attr_.qp_state;
-  attr->sq_draining =
-      attr_.qp_state == QpState::kSqd && sq_head_ < sq_assigned_;
+  attr->sq_draining = attr_.qp_state == QpState::kSqd && sq_.outstanding();
   if (init_attr != nullptr) *init_attr = init_;
   return Status::Ok();
 }

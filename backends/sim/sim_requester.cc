@@ -11,37 +11,39 @@
 namespace softfab::sim::internal {
 
 void QpImpl::GoBack(uint32_t psn) {
-  for (uint64_t i = sq_head_; i < sq_assigned_; ++i) {
-    const SendWqe& w = Slot(i);
+  for (uint64_t i = sq_.head; i < sq_.assigned; ++i) {
+    const SendWqe& w = sq_.Slot(i);
     const int32_t d = PsnDiff(psn, w.first_psn);
     if (d >= 0 && d < static_cast<int32_t>(w.npkts)) {
-      tx_wqe_ = i;
-      tx_pkt_ = w.opcode == WrOpcode::kRdmaRead ? 0 : static_cast<uint32_t>(d);
+      req_.tx_wqe = i;
+      req_.tx_pkt =
+          w.opcode == WrOpcode::kRdmaRead ? 0 : static_cast<uint32_t>(d);
       return;
     }
   }
-  tx_wqe_ = sq_assigned_;
-  tx_pkt_ = 0;
+  req_.tx_wqe = sq_.assigned;
+  req_.tx_pkt = 0;
 }
 
 void QpImpl::Pump() {
-  assert(sq_head_ <= tx_wqe_ || tx_wqe_ >= sq_assigned_ ||
-         sq_head_ == sq_tail_);
-  assert(tx_wqe_ <= sq_tail_ && sq_assigned_ <= sq_tail_);
+  assert(sq_.head <= req_.tx_wqe || req_.tx_wqe >= sq_.assigned ||
+         sq_.head == sq_.tail);
+  assert(req_.tx_wqe <= sq_.tail && sq_.assigned <= sq_.tail);
   FabricImpl* f = dev_->fabric_;
   if (f->doorbells_held()) [[unlikely]] {
     f->HoldPump(this);  // rung when the daemon next advances time
     return;
   }
   const QpState s = attr_.qp_state;
-  if ((s != QpState::kRts && s != QpState::kSqd) || rnr_wait_) return;
+  if ((s != QpState::kRts && s != QpState::kSqd) || comp_.rnr_wait) return;
   bool sent = false;
   const uint32_t mtu = PathMtuBytes();
   // Retransmissions may still run below a WR that failed its local checks;
   // nothing at or after it is sent.
-  while (tx_wqe_ < sq_tail_ && !(tx_blocked_ && tx_wqe_ >= blocked_at_)) {
-    SendWqe& w = Slot(tx_wqe_);
-    if (tx_wqe_ == sq_assigned_) {
+  while (req_.tx_wqe < sq_.tail &&
+         !(req_.blocked && req_.tx_wqe >= req_.blocked_at)) {
+    SendWqe& w = sq_.Slot(req_.tx_wqe);
+    if (req_.tx_wqe == sq_.assigned) {
       if (s == QpState::kSqd) break;
       // A fenced WR waits until every earlier RDMA READ has completed; a READ
       // waits while max_rd_atomic reads are outstanding (the responder's
@@ -49,8 +51,8 @@ void QpImpl::Pump() {
       if ((w.send_flags & transport::kSendFence) ||
           w.opcode == WrOpcode::kRdmaRead) {
         uint32_t reads_outstanding = 0;
-        for (uint64_t i = sq_head_; i < tx_wqe_; ++i) {
-          const SendWqe& r = Slot(i);
+        for (uint64_t i = sq_.head; i < req_.tx_wqe; ++i) {
+          const SendWqe& r = sq_.Slot(i);
           if (r.opcode == WrOpcode::kRdmaRead && r.read_done != r.npkts)
             ++reads_outstanding;
         }
@@ -66,7 +68,7 @@ void QpImpl::Pump() {
       if (!(w.send_flags & transport::kSendInline)) {
         const uint32_t need =
             w.opcode == WrOpcode::kRdmaRead ? transport::kAccessLocalWrite : 0;
-        if (CheckSges(dev_, pd_, SendSges(tx_wqe_), w.num_sge, need) < 0) {
+        if (CheckSges(dev_, pd_, sq_.Sges(req_.tx_wqe), w.num_sge, need) < 0) {
           err = WcStatus::kLocProtErr;
         } else {
           w.mr_checked = dev_->mr_epoch_ + 1;
@@ -88,14 +90,14 @@ void QpImpl::Pump() {
       }
       if (err != WcStatus::kSuccess) {
         w.error = err;
-        tx_blocked_ = true;
-        blocked_at_ = tx_wqe_;
+        req_.blocked = true;
+        req_.blocked_at = req_.tx_wqe;
         // It completes in error (and the QP leaves RTS) once every WR before it
         // has completed: Retire reaches it in order.
-        ++sq_assigned_;
+        ++sq_.assigned;
         break;
       }
-      w.first_psn = next_psn_;
+      w.first_psn = req_.next_psn;
       if (init_.qp_type == QpType::kUd) {
         w.npkts = 1;
       } else {
@@ -103,13 +105,13 @@ void QpImpl::Pump() {
                       ? 1
                       : static_cast<uint32_t>((w.length + mtu - 1) / mtu);
       }
-      next_psn_ = PsnAdd(next_psn_, w.npkts);
-      ++sq_assigned_;
-      tx_pkt_ = 0;
+      req_.next_psn = PsnAdd(req_.next_psn, w.npkts);
+      ++sq_.assigned;
+      req_.tx_pkt = 0;
       if (unsent) {
         // It leaves nothing on the port and completes as the next event.
         ScheduleUdSendDone(w.seq, f->now());
-        ++tx_wqe_;
+        ++req_.tx_wqe;
         continue;
       }
     }
@@ -128,21 +130,22 @@ void QpImpl::Pump() {
         p.offset = w.imm;
       }
       if (w.send_flags & transport::kSendSolicited) p.flags |= kPktSolicited;
-      p.aux = f->UdAlloc(w.length);
+      p.aux = f->ud_pool().Alloc(w.length);
       if (w.send_flags & transport::kSendInline) {
-        std::memcpy(f->Ud(p.aux).bytes.data(), InlineData(tx_wqe_), w.length);
+        std::memcpy(f->ud_pool().data(p.aux), sq_.Inline(req_.tx_wqe),
+                    w.length);
       } else {
-        Gather(SendSges(tx_wqe_), w.num_sge, 0, f->Ud(p.aux).bytes.data(),
+        Gather(sq_.Sges(req_.tx_wqe), w.num_sge, 0, f->ud_pool().data(p.aux),
                w.length);
       }
       const uint64_t seq = w.seq;
       f->Transmit(p, p.length);
       ScheduleUdSendDone(seq,
                          std::max(f->now(), f->node(dev_->node_).port_free_ns));
-      ++tx_wqe_;
+      ++req_.tx_wqe;
       continue;
     }
-    p.dst_node = dest_node_;
+    p.dst_node = path_.node;
     p.dst_qpn = attr_.dest_qp_num;
     const bool imm = w.opcode == WrOpcode::kSendWithImm ||
                      w.opcode == WrOpcode::kRdmaWriteWithImm;
@@ -154,21 +157,21 @@ void QpImpl::Pump() {
       p.flags = kPktFirst | kPktLast;
       f->Transmit(p, 16);
       sent = true;
-      ++tx_wqe_;
-      tx_pkt_ = 0;
+      ++req_.tx_wqe;
+      req_.tx_pkt = 0;
       continue;
     }
     p.op = (w.opcode == WrOpcode::kSend || w.opcode == WrOpcode::kSendWithImm)
                ? PktOp::kSend
                : PktOp::kWrite;
-    for (; tx_pkt_ < w.npkts; ++tx_pkt_) {
-      p.psn = PsnAdd(w.first_psn, tx_pkt_);
-      p.offset = static_cast<uint64_t>(tx_pkt_) * mtu;
+    for (; req_.tx_pkt < w.npkts; ++req_.tx_pkt) {
+      p.psn = PsnAdd(w.first_psn, req_.tx_pkt);
+      p.offset = static_cast<uint64_t>(req_.tx_pkt) * mtu;
       p.length =
           static_cast<uint32_t>(std::min<uint64_t>(w.length - p.offset, mtu));
-      p.flags = static_cast<uint8_t>((tx_pkt_ == 0 ? kPktFirst : 0) |
-                                     (tx_pkt_ + 1 == w.npkts ? kPktLast : 0) |
-                                     (imm ? kPktImm : 0));
+      p.flags = static_cast<uint8_t>(
+          (req_.tx_pkt == 0 ? kPktFirst : 0) |
+          (req_.tx_pkt + 1 == w.npkts ? kPktLast : 0) | (imm ? kPktImm : 0));
       // The SE bit: on the last packet of a SEND or WRITE_WITH_IMM (not of a
       // plain WRITE, which completes nothing at the responder). Tested here,
       // not kept in a variable across the loop, to cost the data path least.
@@ -180,11 +183,11 @@ void QpImpl::Pump() {
       f->Transmit(p, p.length);
     }
     sent = true;
-    ++tx_wqe_;
-    tx_pkt_ = 0;
+    ++req_.tx_wqe;
+    req_.tx_pkt = 0;
   }
-  if (sent && (timer_deadline_ns_ == 0)) ArmTimer();
-  if (tx_blocked_) Retire();
+  if (sent && (comp_.timer_deadline_ns == 0)) ArmTimer();
+  if (req_.blocked) Retire();
 }
 
 void QpImpl::ScheduleUdSendDone(uint64_t seq, uint64_t t_ns) {
@@ -215,18 +218,18 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
     } else if (wr->send_flags & ~transport::kSendFlagsAll) {
       s = InvalidArgument("unknown send flags");
     } else if (wr->num_sge < 0 ||
-               static_cast<uint32_t>(wr->num_sge) > send_sge_max_) {
+               static_cast<uint32_t>(wr->num_sge) > sq_.sge_max()) {
       s = InvalidArgument("num_sge exceeds max_send_sge");
     } else if (wr->num_sge > 0 && wr->sg_list == nullptr) {
       s = InvalidArgument("sg_list is null");
-    } else if ((sq_tail_ - sq_head_) >= sq_depth_) {
+    } else if (sq_.full()) {
       s = NoMemory("send queue full");
     } else {
       for (int i = 0; i < wr->num_sge; ++i) total += SgeLength(wr->sg_list[i]);
       if (wr->send_flags & transport::kSendInline) {
         if (wr->opcode == WrOpcode::kRdmaRead) {
           s = InvalidArgument("INLINE with RDMA_READ");
-        } else if (total > inline_max_) {
+        } else if (total > sq_.inline_max()) {
           s = InvalidArgument("inline data exceeds max_inline_data");
         }
       }
@@ -248,8 +251,8 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
       Pump();  // the requests before the bad one are posted and start
       return s;
     }
-    const uint64_t idx = sq_tail_;
-    SendWqe& w = Slot(idx);
+    const uint64_t idx = sq_.tail;
+    SendWqe& w = sq_.Slot(idx);
     w = SendWqe{};
     w.wr_id = wr->wr_id;
     w.seq = idx;
@@ -264,17 +267,16 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
     w.opcode = wr->opcode;
     w.send_flags = wr->send_flags;
     w.error = WcStatus::kSuccess;
-    Sge* sges = &sq_sges_[(idx & sq_mask_) * send_sge_max_];
+    Sge* sges = sq_.MutableSges(idx);
     for (int i = 0; i < wr->num_sge; ++i) sges[i] = wr->sg_list[i];
     if (wr->send_flags & transport::kSendInline) {
-      Gather(wr->sg_list, w.num_sge, 0,
-             &sq_inline_[(idx & sq_mask_) * inline_max_], total);
+      Gather(wr->sg_list, w.num_sge, 0, sq_.MutableInline(idx), total);
     }
-    ++sq_tail_;
+    ++sq_.tail;
     if (st == QpState::kError || st == QpState::kSqe) {
       // Accepted, and flushed at once.
-      ++sq_head_;
-      sq_assigned_ = tx_wqe_ = sq_tail_;
+      ++sq_.head;
+      sq_.assigned = req_.tx_wqe = sq_.tail;
       CompleteSend(w, WcStatus::kWrFlushErr, kVendorFlush);
       continue;
     }

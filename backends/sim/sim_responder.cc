@@ -10,72 +10,75 @@
 
 namespace softfab::sim::internal {
 
-void FabricImpl::SendAck(QpImpl* qp, Syndrome syn, uint32_t psn, uint32_t aux) {
+void QpImpl::SendAck(Syndrome syn, uint32_t psn, uint32_t aux) {
+  FabricImpl* f = dev_->fabric_;
   Ev a{};
   a.op = PktOp::kAck;
   a.syndrome = static_cast<uint8_t>(syn);
-  a.src_node = qp->dev_->node_;
-  a.dst_node = qp->dest_node_;
-  a.src_qpn = qp->qp_num();
-  a.dst_qpn = qp->attr_.dest_qp_num;
+  a.src_node = dev_->node_;
+  a.dst_node = path_.node;
+  a.src_qpn = qp_num();
+  a.dst_qpn = attr_.dest_qp_num;
   a.psn = psn;
   a.aux = aux;
-  if (syn == Syndrome::kNakRnr) ++stats_.rnr_naks;
-  Transmit(a, 0);
+  if (syn == Syndrome::kNakRnr) ++f->mutable_stats().rnr_naks;
+  f->Transmit(a, 0);
 }
 
-void FabricImpl::SendReadResponses(QpImpl* qp, const Ev& req) {
+void QpImpl::SendReadResponses(const Ev& req) {
+  FabricImpl* f = dev_->fabric_;
   const uint32_t n = req.aux;
-  const uint32_t mtu = qp->PathMtuBytes();
+  const uint32_t mtu = PathMtuBytes();
   for (uint32_t i = 0; i < n; ++i) {
     Ev r{};
     r.op = PktOp::kReadResp;
     r.flags = static_cast<uint8_t>((i == 0 ? kPktFirst : 0) |
                                    (i + 1 == n ? kPktLast : 0));
-    r.src_node = qp->dev_->node_;
-    r.dst_node = qp->dest_node_;
-    r.src_qpn = qp->qp_num();
-    r.dst_qpn = qp->attr_.dest_qp_num;
+    r.src_node = dev_->node_;
+    r.dst_node = path_.node;
+    r.src_qpn = qp_num();
+    r.dst_qpn = attr_.dest_qp_num;
     r.psn = PsnAdd(req.psn, i);
     r.offset = static_cast<uint64_t>(i) * mtu;
     const uint64_t left = req.offset > r.offset ? req.offset - r.offset
                                                 : 0;  // req.offset = length
     r.length = static_cast<uint32_t>(std::min<uint64_t>(left, mtu));
     r.wqe_seq = req.wqe_seq;
-    Transmit(r, r.length);
+    f->Transmit(r, r.length);
   }
 }
 
-void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
-  const int32_t diff = PsnDiff(ev.psn, qp->epsn_);
+void QpImpl::OnRequest(const Ev& ev) {
+  FabricImpl* f = dev_->fabric_;
+  const int32_t diff = PsnDiff(ev.psn, resp_.epsn);
   if (diff < 0) {
     // Duplicate: re-execute a read (its responses may have been lost), else
     // re-acknowledge.
     if (ev.op == PktOp::kReadReq) {
-      QpImpl* req_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
-      SendWqe* w = req_qp ? req_qp->FindWqe(ev.wqe_seq) : nullptr;
-      if (w && RemoteTarget(qp, w->rkey, w->remote_addr, w->length,
+      QpImpl* req_qp = f->dev(ev.src_node)->QpByNum(ev.src_qpn);
+      SendWqe* w = req_qp ? req_qp->sq_.Find(ev.wqe_seq) : nullptr;
+      if (w && RemoteTarget(this, w->rkey, w->remote_addr, w->length,
                             transport::kAccessRemoteRead)) {
-        SendReadResponses(qp, ev);
+        SendReadResponses(ev);
       }
       return;
     }
-    SendAck(qp, Syndrome::kAck, PsnAdd(qp->epsn_, kPsnMask), 0);
+    SendAck(Syndrome::kAck, PsnAdd(resp_.epsn, kPsnMask), 0);
     return;
   }
   if (diff > 0) {
-    if (!qp->nak_sent_) {
-      qp->nak_sent_ = true;
-      SendAck(qp, Syndrome::kNakSeq, qp->epsn_, 0);
+    if (!resp_.nak_sent) {
+      resp_.nak_sent = true;
+      SendAck(Syndrome::kNakSeq, resp_.epsn, 0);
     }
     return;
   }
-  qp->nak_sent_ = false;
-  QpImpl* req_qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
-  SendWqe* w = req_qp ? req_qp->FindWqe(ev.wqe_seq) : nullptr;
+  resp_.nak_sent = false;
+  QpImpl* req_qp = f->dev(ev.src_node)->QpByNum(ev.src_qpn);
+  SendWqe* w = req_qp ? req_qp->sq_.Find(ev.wqe_seq) : nullptr;
   if (w == nullptr) {
-    ++stats_.packets_dropped;  // the requester's WR is gone; see the file
-                               // comment.
+    ++f->mutable_stats().packets_dropped;  // the requester's WR is gone; see
+                                           // the file comment.
     return;
   }
   const bool last = (ev.flags & kPktLast) != 0;
@@ -83,101 +86,101 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
   // any) with `local_status` (kSuccess: none is involved), and move this QP to
   // ERROR.
   auto fail = [&](Syndrome syn, WcStatus local_status) {
-    SendAck(qp, syn, ev.psn, 0);
-    if (local_status != WcStatus::kSuccess && qp->recv_active_) {
-      qp->recv_active_ = false;
-      qp->CompleteRecvError(qp->active_.wr_id, local_status, kVendorLocal, &ev);
+    SendAck(syn, ev.psn, 0);
+    if (local_status != WcStatus::kSuccess && resp_.recv_active) {
+      resp_.recv_active = false;
+      CompleteRecvError(resp_.wqe.wr_id, local_status, kVendorLocal, &ev);
     }
-    qp->ToError();
+    ToError();
   };
-  // Payload bytes of this packet.
   // Payload bytes of this packet, contiguous: in the inline copy, in the one
-  // requester SGE that holds them all, or gathered into staging_. `private`:
-  // not user memory (the inline copy or staging_), so it cannot overlap the
-  // destination.
-  const uint8_t* data = staging_.data();
+  // requester SGE that holds them all, or gathered into the fabric's staging
+  // buffer. `private`: not user memory (the inline copy or the staging
+  // buffer), so it cannot overlap the destination.
+  const uint8_t* data = f->staging();
   bool data_private = true;
   if (ev.op != PktOp::kReadReq && ev.length > 0) {
     if (w->send_flags & transport::kSendInline) {
-      data = req_qp->InlineData(ev.wqe_seq) + ev.offset;
+      data = req_qp->sq_.Inline(ev.wqe_seq) + ev.offset;
     } else {
-      const Sge* sges = req_qp->SendSges(ev.wqe_seq);
+      const Sge* sges = req_qp->sq_.Sges(ev.wqe_seq);
       // Pump checked the SGEs at the first transmission; only a deregistration
       // since then can make them fail.
       if (w->mr_checked != req_qp->dev_->mr_epoch_ + 1 &&
           CheckSges(req_qp->dev_, req_qp->pd_, sges, w->num_sge, 0) < 0) {
-        ++stats_.packets_dropped;  // deregistered since it was posted
+        ++f->mutable_stats().packets_dropped;  // deregistered since posted
         return;
       }
       data = InOneSge(sges, w->num_sge, ev.offset, ev.length);
       if (data != nullptr) {
         data_private = false;
       } else {
-        Gather(sges, w->num_sge, ev.offset, staging_.data(), ev.length);
-        data = staging_.data();
+        Gather(sges, w->num_sge, ev.offset, f->staging(), ev.length);
+        data = f->staging();
       }
     }
   }
   switch (ev.op) {
     case PktOp::kSend: {
       if (ev.flags & kPktFirst) {
-        if (!qp->FetchRecv()) {
-          SendAck(qp, Syndrome::kNakRnr, ev.psn, qp->attr_.min_rnr_timer);
+        if (!FetchRecv()) {
+          SendAck(Syndrome::kNakRnr, ev.psn, attr_.min_rnr_timer);
           return;
         }
-        if (qp->active_capacity_ == UINT64_MAX) {
+        if (resp_.capacity == UINT64_MAX) {
           fail(Syndrome::kNakRemOp, WcStatus::kLocProtErr);
           return;
         }
       }
-      if (!qp->recv_active_) {
+      if (!resp_.recv_active) {
         // A middle/last packet with no message in progress: only possible after
         // the responder was reset mid-message. Dropped; the requester's retry
         // sorts it out.
-        ++stats_.packets_dropped;
+        ++f->mutable_stats().packets_dropped;
         return;
       }
-      if (qp->active_bytes_ + ev.length > qp->active_capacity_ ||
-          (last && ev.offset + ev.length > qp->active_capacity_)) {
+      if (resp_.bytes + ev.length > resp_.capacity ||
+          (last && ev.offset + ev.length > resp_.capacity)) {
         // Too small a receive. A message small enough to be scattered to the
         // CQE (mlx5) is acknowledged and fails in the provider's copy: the
         // receive alone completes in error. Otherwise a responder error with
         // the personality's NAK and receive status; both QPs go to ERROR.
-        if (w->length <= quirks_.scatter_to_cqe_bytes) {
-          qp->recv_active_ = false;
-          qp->epsn_ = PsnAdd(qp->epsn_, 1);
-          SendAck(qp, Syndrome::kAck, ev.psn, 0);
-          qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocLenErr,
-                                kVendorLocal, &ev);
+        if (w->length <= f->quirks().scatter_to_cqe_bytes) {
+          resp_.recv_active = false;
+          resp_.epsn = PsnAdd(resp_.epsn, 1);
+          SendAck(Syndrome::kAck, ev.psn, 0);
+          CompleteRecvError(resp_.wqe.wr_id, WcStatus::kLocLenErr, kVendorLocal,
+                            &ev);
           return;
         }
-        fail(quirks_.rc_recv_too_small_nak, quirks_.rc_recv_too_small);
+        fail(f->quirks().rc_recv_too_small_nak, f->quirks().rc_recv_too_small);
         return;
       }
-      PlaceBytes(qp->active_sges_.data(), qp->active_.num_sge, ev.offset, data,
-                 ev.length, data_private);
-      qp->active_bytes_ = ev.offset + ev.length;
-      qp->epsn_ = PsnAdd(qp->epsn_, 1);
+      PlaceBytes(resp_.sges.data(), resp_.wqe.num_sge, ev.offset, data,
+                 ev.length, data_private, f->staging());
+      f->Written(resp_.sges.data(), resp_.wqe.num_sge, ev.offset, ev.length);
+      resp_.bytes = ev.offset + ev.length;
+      resp_.epsn = PsnAdd(resp_.epsn, 1);
       if (last) {
-        qp->recv_active_ = false;
+        resp_.recv_active = false;
         WorkCompletion wc{};
-        wc.wr_id = qp->active_.wr_id;
+        wc.wr_id = resp_.wqe.wr_id;
         wc.opcode = WcOpcode::kRecv;
         wc.byte_len = static_cast<uint32_t>(ev.offset + ev.length);
-        wc.qp_num = qp->qp_num();
+        wc.qp_num = qp_num();
         wc.src_qp = ev.src_qpn;
         wc.slid = static_cast<uint16_t>(ev.src_node + 1);
         if (ev.flags & kPktImm) {
           wc.wc_flags = transport::kWcWithImm;
           wc.imm_data = w->imm;
         }
-        SendAck(qp, Syndrome::kAck, ev.psn, 0);
-        Completed(qp->recv_cq_, wc, qp, &ev);
+        SendAck(Syndrome::kAck, ev.psn, 0);
+        f->Completed(recv_cq_, wc, this, &ev);
       }
       return;
     }
     case PktOp::kWrite: {
-      uint8_t* target = RemoteTarget(qp, w->rkey, w->remote_addr, w->length,
+      uint8_t* target = RemoteTarget(this, w->rkey, w->remote_addr, w->length,
                                      transport::kAccessRemoteWrite);
       if (target == nullptr) {
         fail(Syndrome::kNakRemAccess, WcStatus::kSuccess);
@@ -185,48 +188,48 @@ void FabricImpl::OnRequest(QpImpl* qp, const Ev& ev) {
       }
       const bool with_imm = (ev.flags & kPktImm) != 0;
       if (last && with_imm) {
-        if (!qp->FetchRecv()) {
-          SendAck(qp, Syndrome::kNakRnr, ev.psn, qp->attr_.min_rnr_timer);
+        if (!FetchRecv()) {
+          SendAck(Syndrome::kNakRnr, ev.psn, attr_.min_rnr_timer);
           return;
         }
-        if (qp->active_capacity_ == UINT64_MAX) {
+        if (resp_.capacity == UINT64_MAX) {
           fail(Syndrome::kNakRemOp, WcStatus::kLocProtErr);
           return;
         }
       }
       if (ev.length > 0) {
         std::memmove(target + ev.offset, data, ev.length);
-        if (config_.observer != nullptr) [[unlikely]] {
-          config_.observer->OnMemoryWritten(target + ev.offset, ev.length);
+        if (f->config().observer != nullptr) [[unlikely]] {
+          f->config().observer->OnMemoryWritten(target + ev.offset, ev.length);
         }
       }
-      qp->epsn_ = PsnAdd(qp->epsn_, 1);
+      resp_.epsn = PsnAdd(resp_.epsn, 1);
       if (last) {
-        SendAck(qp, Syndrome::kAck, ev.psn, 0);
+        SendAck(Syndrome::kAck, ev.psn, 0);
         if (with_imm) {
-          qp->recv_active_ = false;
+          resp_.recv_active = false;
           WorkCompletion wc{};
-          wc.wr_id = qp->active_.wr_id;
+          wc.wr_id = resp_.wqe.wr_id;
           wc.opcode = WcOpcode::kRecvRdmaWithImm;
           wc.byte_len = static_cast<uint32_t>(w->length);
-          wc.qp_num = qp->qp_num();
+          wc.qp_num = qp_num();
           wc.src_qp = ev.src_qpn;
           wc.slid = static_cast<uint16_t>(ev.src_node + 1);
           wc.wc_flags = transport::kWcWithImm;
           wc.imm_data = w->imm;
-          Completed(qp->recv_cq_, wc, qp, &ev);
+          f->Completed(recv_cq_, wc, this, &ev);
         }
       }
       return;
     }
     case PktOp::kReadReq: {
-      if (!RemoteTarget(qp, w->rkey, w->remote_addr, w->length,
+      if (!RemoteTarget(this, w->rkey, w->remote_addr, w->length,
                         transport::kAccessRemoteRead)) {
         fail(Syndrome::kNakRemAccess, WcStatus::kSuccess);
         return;
       }
-      qp->epsn_ = PsnAdd(qp->epsn_, ev.aux);
-      SendReadResponses(qp, ev);
+      resp_.epsn = PsnAdd(resp_.epsn, ev.aux);
+      SendReadResponses(ev);
       return;
     }
     default:
@@ -248,19 +251,19 @@ bool QpImpl::FetchRecv() {
   FabricImpl* f = dev_->fabric_;
   if (f->now() < f->node(dev_->node_).stall_until_ns) return false;
   if (srq_ != nullptr) {
-    if (!srq_->ring_.Pop(&active_, active_sges_.data())) return false;
+    if (!srq_->ring_.Pop(&resp_.wqe, resp_.sges.data())) return false;
     if (srq_->limit_ != 0 && srq_->ring_.count() < srq_->limit_) {
       srq_->limit_ = 0;
       dev_->Raise(AsyncEventType::kSrqLimitReached, 0, 0, srq_->index_);
     }
-  } else if (!rq_.Pop(&active_, active_sges_.data())) {
+  } else if (!rq_.Pop(&resp_.wqe, resp_.sges.data())) {
     return false;
   }
-  recv_active_ = true;
-  active_bytes_ = 0;
-  const int64_t cap = CheckSges(dev_, pd_, active_sges_.data(), active_.num_sge,
+  resp_.recv_active = true;
+  resp_.bytes = 0;
+  const int64_t cap = CheckSges(dev_, pd_, resp_.sges.data(), resp_.wqe.num_sge,
                                 transport::kAccessLocalWrite);
-  active_capacity_ = cap < 0 ? UINT64_MAX : static_cast<uint64_t>(cap);
+  resp_.capacity = cap < 0 ? UINT64_MAX : static_cast<uint64_t>(cap);
   return true;
 }
 

@@ -1,7 +1,7 @@
 // Packet arrival (rxe_recv.c's part): the checks every packet passes (corrupt,
 // unknown or non-receiving QP, port down, wrong source) before it reaches the
-// responder or the completer; and UD datagrams: the payload pool that carries
-// them, and their delivery with the GRH.
+// responder or the completer; and the delivery of UD datagrams with the GRH
+// (their payloads travel in internal/ud_pool.h).
 #include <cstdint>
 #include <cstring>
 
@@ -9,22 +9,8 @@
 
 namespace softfab::sim::internal {
 
-uint32_t FabricImpl::UdAlloc(uint64_t bytes) {
-  uint32_t slot;
-  if (!ud_free_.empty()) {
-    slot = ud_free_.back();
-    ud_free_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(ud_pool_.size());
-    ud_pool_.emplace_back();
-  }
-  ud_pool_[slot].bytes.resize(bytes);
-  ud_pool_[slot].refs = 1;
-  return slot;
-}
-
 void FabricImpl::OnPacket(const Ev& ev) {
-  Record(TraceKind::kPacketArrive, ev, 0);
+  recorder_.Record(TraceKind::kPacketArrive, ev, 0, now());
   if (tap_ != nullptr) [[unlikely]]
     tap_->OnPacket(ev);
   DeviceImpl* d = nodes_[ev.dst_node].device.get();
@@ -32,54 +18,55 @@ void FabricImpl::OnPacket(const Ev& ev) {
   const bool drop = (ev.flags & kPktCorrupt) != 0 || qp == nullptr ||
                     !qp->Receiving() || nodes_[ev.dst_node].port_down;
   if (drop) {
-    ++stats_.packets_dropped;
-    if (ev.op == PktOp::kUdSend) UdRelease(ev.aux);
+    ++recorder_.stats().packets_dropped;
+    if (ev.op == PktOp::kUdSend) ud_pool_.Release(ev.aux);
     return;
   }
   if (ev.op == PktOp::kUdSend) {
-    OnUd(qp, ev);
-    UdRelease(ev.aux);
+    qp->OnUdDatagram(ev);
+    ud_pool_.Release(ev.aux);
     return;
   }
-  if (qp->qp_type() != QpType::kRc || ev.src_node != qp->dest_node_ ||
+  if (qp->qp_type() != QpType::kRc || ev.src_node != qp->path_.node ||
       ev.src_qpn != qp->attr_.dest_qp_num) {
-    ++stats_.packets_dropped;
+    ++recorder_.stats().packets_dropped;
     return;
   }
   if (ev.op == PktOp::kAck || ev.op == PktOp::kReadResp) {
-    OnResponse(qp, ev);
+    qp->OnResponse(ev);
   } else {
-    OnRequest(qp, ev);
+    qp->OnRequest(ev);
   }
 }
 
-void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
-  if (qp->qp_type() != QpType::kUd || ev.psn != qp->attr_.qkey) {
-    ++stats_.packets_dropped;  // wrong type or Q_Key mismatch: silently
-                               // discarded.
+void QpImpl::OnUdDatagram(const Ev& ev) {
+  FabricImpl* f = dev_->fabric_;
+  if (qp_type() != QpType::kUd || ev.psn != attr_.qkey) {
+    // Wrong type or Q_Key mismatch: silently discarded.
+    ++f->mutable_stats().packets_dropped;
     return;
   }
-  if (!qp->FetchRecv()) {
-    ++stats_.packets_dropped;  // no receive request: UD drops.
+  if (!FetchRecv()) {
+    ++f->mutable_stats().packets_dropped;  // no receive request: UD drops.
     return;
   }
-  qp->recv_active_ = false;
-  if (qp->active_capacity_ == UINT64_MAX) {
-    qp->CompleteRecvError(qp->active_.wr_id, WcStatus::kLocProtErr,
-                          kVendorLocal, &ev);
+  resp_.recv_active = false;
+  if (resp_.capacity == UINT64_MAX) {
+    CompleteRecvError(resp_.wqe.wr_id, WcStatus::kLocProtErr, kVendorLocal,
+                      &ev);
     return;
   }
-  if (qp->active_capacity_ < kGrhBytes + ev.length) {
+  if (resp_.capacity < kGrhBytes + ev.length) {
     // No room for the GRH and the payload: the receive completes in error,
     // and the QP goes to ERROR too where the personality says so (rxe).
-    qp->CompleteRecvError(qp->active_.wr_id, quirks_.ud_recv_too_small,
-                          kVendorLocal, &ev);
-    if (quirks_.ud_recv_too_small_errors_qp) qp->ToError();
+    CompleteRecvError(resp_.wqe.wr_id, f->quirks().ud_recv_too_small,
+                      kVendorLocal, &ev);
+    if (f->quirks().ud_recv_too_small_errors_qp) ToError();
     return;
   }
   // GRH: RoCEv2 over IPv4 leaves the first 20 bytes undefined (poisoned here),
   // then the IPv4 header.
-  uint8_t* grh = staging_.data();
+  uint8_t* grh = f->staging();
   std::memset(grh, kGrhPoison, 20);
   uint8_t* ip = grh + 20;
   std::memset(ip, 0, 20);
@@ -94,17 +81,15 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
   std::memcpy(ip + 12, sg.raw + 12, 4);
   std::memcpy(ip + 16, dg.raw + 12, 4);
   if (ev.length > 0) {  // An empty datagram's pool buffer may have no data.
-    std::memcpy(grh + kGrhBytes, ud_pool_[ev.aux].bytes.data(), ev.length);
+    std::memcpy(grh + kGrhBytes, f->ud_pool().data(ev.aux), ev.length);
   }
-  Scatter(qp->active_sges_.data(), qp->active_.num_sge, 0, grh,
-          kGrhBytes + ev.length);
-  Written(qp->active_sges_.data(), qp->active_.num_sge, 0,
-          kGrhBytes + ev.length);
+  Scatter(resp_.sges.data(), resp_.wqe.num_sge, 0, grh, kGrhBytes + ev.length);
+  f->Written(resp_.sges.data(), resp_.wqe.num_sge, 0, kGrhBytes + ev.length);
   WorkCompletion wc{};
-  wc.wr_id = qp->active_.wr_id;
+  wc.wr_id = resp_.wqe.wr_id;
   wc.opcode = WcOpcode::kRecv;
   wc.byte_len = kGrhBytes + ev.length;
-  wc.qp_num = qp->qp_num();
+  wc.qp_num = qp_num();
   wc.src_qp = ev.src_qpn;
   wc.slid = static_cast<uint16_t>(ev.src_node + 1);
   wc.wc_flags = transport::kWcGrh;
@@ -112,7 +97,7 @@ void FabricImpl::OnUd(QpImpl* qp, const Ev& ev) {
     wc.wc_flags |= transport::kWcWithImm;
     wc.imm_data = static_cast<uint32_t>(ev.offset);
   }
-  Completed(qp->recv_cq_, wc, qp, &ev);
+  f->Completed(recv_cq_, wc, this, &ev);
 }
 
 }  // namespace softfab::sim::internal

@@ -15,15 +15,14 @@
 
 #include "core/completion_queue.h"
 #include "core/prov_errno.h"
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::core {
 
 inline constexpr uint32_t kQkey = 0x50F7FAB;
 inline constexpr uint8_t kPort = 1;
-inline constexpr uint32_t kControlSlots = 256;  // Acks in flight per endpoint.
 
 // wr_id layout: kind in the top byte, index below.
 enum WrKind : uint64_t {

@@ -12,7 +12,7 @@
 
 namespace softfab::sim::internal {
 
-// The transport interface (core/transport.h) this HCA implements.
+// The transport interface (transport/transport.h) this HCA implements.
 using transport::AddressHandle;
 using transport::AhAttr;
 using transport::AsyncEvent;

@@ -55,9 +55,9 @@ class CqImpl final : public CompletionQueue {
   size_t count_ = 0;
   std::deque<WorkCompletion> overflow_;
   bool overrun_reported_ = false;
-  // The time hold (see RunForCq). Watched: polled since the last release that
+  // The time hold (time_hold.h). Watched: polled since the last release that
   // found it holding. Holding = watched and not empty; holding_pos_ is its
-  // place in FabricImpl::holding_ (-1: not holding). held_epoch_: the read
+  // place in TimeHold's holding list (-1: not holding). held_epoch_: the read
   // epoch in which a poll of this CQ was last held.
   bool watched_ = false;
   int32_t holding_pos_ = -1;

@@ -1,10 +1,13 @@
 // The link model: latency, bandwidth and MTU of the path between two nodes,
-// with the serialisation time of a packet (sim_links_faults.cc puts packets on
-// it).
+// with the serialisation time of a packet, and the table that gives each pair
+// of nodes its link (sim_links_faults.cc puts packets on them).
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_LINK_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_LINK_H_
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "backends/sim/internal/common.h"
 #include "backends/sim/sim_fabric.h"
@@ -45,6 +48,48 @@ inline Link MakeLink(const SimLinkConfig& c) {
               0,
               0};
 }
+
+// Which link joins two nodes: a pair listed in SimConfig::links has its own
+// (both directions), every other pair shares the default link. Built once from
+// the config; afterwards only a link's `down` flag (timed faults) and its
+// remembered serialisation times change.
+class LinkTable {
+ public:
+  explicit LinkTable(const SimConfig& c)
+      : nodes_(c.nodes),
+        active_mtu_(c.active_mtu),
+        default_link_(MakeLink(c.default_link)),
+        index_(static_cast<size_t>(c.nodes) * c.nodes, -1) {
+    for (const SimLinkConfig& l : c.links) {
+      const int32_t idx = static_cast<int32_t>(links_.size());
+      links_.push_back(MakeLink(l));
+      index_[static_cast<size_t>(l.node_a) * nodes_ + l.node_b] = idx;
+      index_[static_cast<size_t>(l.node_b) * nodes_ + l.node_a] = idx;
+    }
+  }
+
+  const Link& For(int32_t a, int32_t b) const {
+    const int32_t idx = index_[static_cast<size_t>(a) * nodes_ + b];
+    return idx < 0 ? default_link_ : links_[idx];
+  }
+  Link& MutableFor(int32_t a, int32_t b) {
+    const int32_t idx = index_[static_cast<size_t>(a) * nodes_ + b];
+    return idx < 0 ? default_link_ : links_[idx];
+  }
+  // The largest packet payload between a and b: the smaller of the link's MTU
+  // and the ports' active MTU (256 when either node is unknown, -1).
+  uint32_t PathMtu(int32_t a, int32_t b) const {
+    if (a < 0 || b < 0) return 256;
+    return std::min(For(a, b).mtu_bytes, transport::MtuBytes(active_mtu_));
+  }
+
+ private:
+  int32_t nodes_;
+  Mtu active_mtu_;
+  Link default_link_;
+  std::vector<Link> links_;
+  std::vector<int32_t> index_;  // [a * nodes + b]: into links_, -1: default
+};
 
 }  // namespace softfab::sim::internal
 

@@ -51,6 +51,14 @@ void Gather(const Sge* sges, uint32_t n, uint64_t offset, uint8_t* dst,
 void Scatter(const Sge* sges, uint32_t n, uint64_t offset, const uint8_t* src,
              uint64_t len);
 
+// Scatter() of `len` bytes from `src`, with the result a copy through a
+// private buffer would give even if `src` (user memory unless `src_private`)
+// overlaps the destination: one SGE takes them with memmove; else `src` is
+// copied to `staging` (room for `len` bytes) first unless it is private.
+void PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
+                const uint8_t* src, uint64_t len, bool src_private,
+                uint8_t* staging);
+
 // The address of the `len` bytes at byte `offset` of the SGE list if one SGE
 // holds them all, else nullptr.
 inline uint8_t* InOneSge(const Sge* sges, uint32_t n, uint64_t offset,
