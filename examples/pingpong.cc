@@ -572,7 +572,11 @@ int main(int argc, char** argv) {
   if (int rc = sf_fabric_open(&fa, &fabric, nullptr); rc != 0) {
     Die("setup", "sf_fabric_open", rc);
   }
-  const bool together = o.backend == SF_BACKEND_SIM;
+  // On the simulator both sides run in this process, unless the simulated
+  // fabric is shared by several processes (softfab run): then, as on verbs,
+  // this process is one side.
+  const bool together =
+      o.backend == SF_BACKEND_SIM && std::getenv("SOFTFAB_FABRIC") == nullptr;
   Side server, client;
   server.role = "server";
   server.id = 0;

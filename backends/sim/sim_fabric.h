@@ -281,6 +281,10 @@ class SimFabric {
   // number) order for doorbells, then (node, request order) for wakeups, so
   // the result does not depend on the order the requests came in.
   virtual void HoldDoorbells(bool hold) { (void)hold; }
+  // The node's HCA stops answering from now on (its process is gone): its
+  // port goes down without an event, so its peers' requests time out as
+  // the RC retry timers say.
+  virtual void HaltNode(int32_t node) { (void)node; }
   // A 64-bit fold of every event run so far (time, sequence, kind, node, QP,
   // PSN, opcode).
   virtual uint64_t digest() const = 0;

@@ -118,11 +118,12 @@ bool Connection::Receive(Reply* reply, std::vector<uint8_t>* tail) {
   }
 }
 
-Status Connection::Call(Op op, const Request& req, const Message* tail_from,
-                        Reply* reply, std::vector<uint8_t>* tail) {
+Status Connection::Call(Op op, const Request& req,
+                        const std::vector<uint8_t>* tail_from, Reply* reply,
+                        std::vector<uint8_t>* tail) {
   Message m(op, &req, sizeof req);
   if (tail_from != nullptr) {
-    m.AppendBytes(tail_from->bytes().data(), tail_from->bytes().size());
+    m.AppendBytes(tail_from->data(), tail_from->size());
   }
   if (broken_ || send(fd_, m.bytes().data(), m.bytes().size(), MSG_NOSIGNAL) !=
                      static_cast<ssize_t>(m.bytes().size())) {
@@ -133,6 +134,17 @@ Status Connection::Call(Op op, const Request& req, const Message* tail_from,
   if (!Receive(reply, tail != nullptr ? tail : &ignored)) {
     broken_ = true;
     return Status(EIO, "the fabric daemon is gone");
+  }
+  if (reply->dirty_pending > 0 && !syncing_ && wake_fn_ != nullptr) {
+    // The fabric wrote into our memory while we were outside: take the
+    // ranges before anyone reads what this reply reports.
+    syncing_ = true;
+    Request sync;
+    sync.flags = 1;
+    Reply r;
+    std::vector<uint8_t> t;
+    if (Call(Op::kPark, sync, nullptr, &r, &t).ok()) wake_fn_(wake_self_, r, t);
+    syncing_ = false;
   }
   if (reply->status != 0) {
     last_error_ = reply->message;

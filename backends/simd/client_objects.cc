@@ -34,19 +34,39 @@ class SimdClock final : public tp::Clock {
 
 class RemoteDevice;
 
-// Work requests as they travel (protocol.h): each WireWr, its SGEs, and an
-// inline one's bytes gathered from the process's memory.
 template <typename Wr>
-Message EncodeWrs(const Wr* wr, uint32_t* count, bool send,
-                  uint32_t (*ah_handle)(const tp::SendWr&)) {
-  Message tail;
+const Wr* Nth(const Wr* wr, uint32_t n) {
+  while (n-- > 0 && wr != nullptr) wr = wr->next;
+  return wr;
+}
+
+// Work requests as they travel (protocol.h): each WireWr, its SGEs, and an
+// inline one's bytes gathered from the process's memory. At most kWrsMax of
+// the list from `wr` on; *next is where the rest begins.
+class TailWriter {
+ public:
+  template <typename T>
+  void Append(const T& v) {
+    AppendBytes(&v, sizeof v);
+  }
+  void AppendBytes(const void* p, size_t n) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+  }
+  std::vector<uint8_t> bytes;
+};
+
+template <typename Wr>
+std::vector<uint8_t> EncodeWrs(const Wr* wr, uint32_t* count, const Wr** next,
+                               uint32_t (*ah_handle)(const tp::SendWr&)) {
+  TailWriter tail;
   uint32_t n = 0;
   for (; wr != nullptr && n < kWrsMax; wr = wr->next, ++n) {
     WireWr w;
     w.wr_id = wr->wr_id;
     const uint32_t sges =
         static_cast<uint32_t>(std::clamp<int32_t>(wr->num_sge, 0, kSgesMax));
-    w.num_sge = sges;
+    w.num_sge = wr->sg_list != nullptr ? sges : 0;
     if constexpr (std::is_same_v<Wr, tp::SendWr>) {
       w.opcode = static_cast<uint32_t>(wr->opcode);
       w.send_flags = wr->send_flags;
@@ -56,38 +76,50 @@ Message EncodeWrs(const Wr* wr, uint32_t* count, bool send,
       w.ah = ah_handle(*wr);
       w.remote_qpn = wr->ud.remote_qpn;
       w.remote_qkey = wr->ud.remote_qkey;
-      if (send && (wr->send_flags & tp::kSendInline) && wr->sg_list) {
+      if ((wr->send_flags & tp::kSendInline) && wr->sg_list != nullptr) {
         uint64_t total = 0;
-        for (uint32_t i = 0; i < sges; ++i) total += wr->sg_list[i].length;
+        for (uint32_t i = 0; i < w.num_sge; ++i) total += wr->sg_list[i].length;
         w.inline_bytes =
             static_cast<uint32_t>(std::min<uint64_t>(total, kInlineBytesMax));
       }
     }
     tail.Append(w);
-    for (uint32_t i = 0; i < sges && wr->sg_list != nullptr; ++i) {
-      tail.Append(wr->sg_list[i]);
-    }
-    if (w.inline_bytes > 0) {
-      uint32_t left = w.inline_bytes;
-      for (uint32_t i = 0; i < sges && left > 0; ++i) {
-        const uint32_t take = std::min(left, wr->sg_list[i].length);
-        tail.AppendBytes(reinterpret_cast<const void*>(wr->sg_list[i].addr),
-                         take);
-        left -= take;
-      }
+    for (uint32_t i = 0; i < w.num_sge; ++i) tail.Append(wr->sg_list[i]);
+    uint32_t left = w.inline_bytes;
+    for (uint32_t i = 0; i < w.num_sge && left > 0; ++i) {
+      const uint32_t take = std::min(left, wr->sg_list[i].length);
+      tail.AppendBytes(reinterpret_cast<const void*>(wr->sg_list[i].addr),
+                       take);
+      left -= take;
     }
   }
   *count = n;
-  // The tail holds only what follows the message header and body.
-  std::vector<uint8_t>& b = tail.mutable_bytes();
-  b.erase(b.begin(), b.begin() + sizeof(Header));
-  return tail;
+  *next = wr;
+  return std::move(tail.bytes);
 }
 
+// Posts a list of any length in requests of at most kWrsMax; on a refusal
+// *bad_wr is the refused work request (those before it stay posted).
 template <typename Wr>
-const Wr* Nth(const Wr* wr, uint32_t n) {
-  while (n-- > 0 && wr != nullptr) wr = wr->next;
-  return wr;
+Status PostInChunks(Connection* c, Op op, uint32_t handle, const Wr* wr,
+                    const Wr** bad_wr,
+                    uint32_t (*ah_handle)(const tp::SendWr&)) {
+  if (bad_wr != nullptr) *bad_wr = nullptr;
+  while (wr != nullptr) {
+    Request req;
+    req.handle = handle;
+    const Wr* next = nullptr;
+    const std::vector<uint8_t> tail =
+        EncodeWrs(wr, &req.count, &next, ah_handle);
+    Reply r;
+    const Status s = c->Call(op, req, &tail, &r);
+    if (!s.ok()) {
+      if (bad_wr != nullptr) *bad_wr = Nth(wr, r.bad_index);
+      return s;
+    }
+    wr = next;
+  }
+  return Status::Ok();
 }
 
 class RemoteMr final : public tp::MemoryRegion {
@@ -233,14 +265,7 @@ class RemoteSrq final : public tp::SharedReceiveQueue {
       : c_(c), handle_(handle), srq_handle_(srq_handle) {}
   uint32_t remote() const { return handle_; }
   Status PostRecv(const tp::RecvWr* wr, const tp::RecvWr** bad_wr) override {
-    if (bad_wr != nullptr) *bad_wr = nullptr;
-    Request req;
-    req.handle = handle_;
-    Message tail = EncodeWrs(wr, &req.count, false, nullptr);
-    Reply r;
-    const Status s = c_->Call(Op::kPostSrqRecv, req, &tail, &r);
-    if (!s.ok() && bad_wr != nullptr) *bad_wr = Nth(wr, r.bad_index);
-    return s;
+    return PostInChunks(c_, Op::kPostSrqRecv, handle_, wr, bad_wr, nullptr);
   }
   Status Modify(const tp::SrqAttr& attr, uint32_t mask) override {
     Request req;
@@ -311,7 +336,6 @@ class RemoteQp final : public tp::QueuePair {
     return s;
   }
   Status PostSend(const tp::SendWr* wr, const tp::SendWr** bad_wr) override {
-    if (bad_wr != nullptr) *bad_wr = nullptr;
     // Sources go to the shadow now; the fabric reads them from there.
     for (const tp::SendWr* w = wr; w != nullptr; w = w->next) {
       const bool reads_local = w->opcode != tp::WrOpcode::kRdmaRead &&
@@ -321,23 +345,10 @@ class RemoteQp final : public tp::QueuePair {
                              std::min<int32_t>(w->num_sge, kSgesMax));
       }
     }
-    Request req;
-    req.handle = handle_;
-    Message tail = EncodeWrs(wr, &req.count, true, &AhHandle);
-    Reply r;
-    const Status s = c_->Call(Op::kPostSend, req, &tail, &r);
-    if (!s.ok() && bad_wr != nullptr) *bad_wr = Nth(wr, r.bad_index);
-    return s;
+    return PostInChunks(c_, Op::kPostSend, handle_, wr, bad_wr, &AhHandle);
   }
   Status PostRecv(const tp::RecvWr* wr, const tp::RecvWr** bad_wr) override {
-    if (bad_wr != nullptr) *bad_wr = nullptr;
-    Request req;
-    req.handle = handle_;
-    Message tail = EncodeWrs(wr, &req.count, false, nullptr);
-    Reply r;
-    const Status s = c_->Call(Op::kPostRecv, req, &tail, &r);
-    if (!s.ok() && bad_wr != nullptr) *bad_wr = Nth(wr, r.bad_index);
-    return s;
+    return PostInChunks(c_, Op::kPostRecv, handle_, wr, bad_wr, nullptr);
   }
   Status Destroy() override {
     Request req;
@@ -574,7 +585,13 @@ Status RemoteChannel::Destroy() {
 class SimdBackend final : public tp::Backend {
  public:
   SimdBackend(std::unique_ptr<Connection> c, int node)
-      : c_(std::move(c)), node_(node), clock_(c_.get()) {}
+      : c_(std::move(c)), node_(node), clock_(c_.get()) {
+    c_->SetWakeHandler(
+        [](void* self, const Reply& r, const std::vector<uint8_t>& tail) {
+          static_cast<SimdBackend*>(self)->Apply(r, tail);
+        },
+        this);
+  }
 
   // Every node number opens this process's node (the process is one node;
   // the number only labels a domain, as on verbs).
@@ -615,6 +632,13 @@ class SimdBackend final : public tp::Backend {
     Reply r;
     std::vector<uint8_t> tail;
     if (!c_->Call(Op::kPark, req, nullptr, &r, &tail).ok()) return false;
+    Apply(r, tail);
+    return r.a == 0;
+  }
+
+  // A wake's ranges go into this process's memory; its channels are
+  // signalled.
+  void Apply(const Reply& r, const std::vector<uint8_t>& tail) {
     TailReader in(tail.data(), tail.size());
     for (uint32_t i = 0; i < r.count; ++i) {
       Range range;
@@ -626,7 +650,6 @@ class SimdBackend final : public tp::Backend {
       if (!in.Take(&ch)) break;
       if (device_) device_->SignalChannel(ch);
     }
-    return r.a == 0;
   }
 
   std::unique_ptr<Connection> c_;

@@ -70,7 +70,8 @@ enum class Op : uint32_t {
   kDestroyAh,
   kGetAsyncEvent,
   kScheduleWakeup,
-  kPark,  // wait until virtual time moved and something concerns us
+  kPark,  // wait until virtual time moved and something concerns us;
+          // flags 1: do not wait, just take the ranges written so far
   kGrow,  // the client grew its memfd to Request::a bytes
   kOpsEnd,
   // Daemon to client, while the client is parked.
@@ -114,6 +115,10 @@ struct Reply {
   uint64_t b = 0;
   uint64_t c = 0;
   uint64_t now_ns = 0;  // the virtual clock when the reply was made
+  // The fabric wrote into this process's memory while it was outside (see
+  // the server's outside rule): ask for the ranges (kPark with flags 1)
+  // before trusting what the reply says completed.
+  uint32_t dirty_pending = 0;
   transport::DeviceAttr device_attr{};
   transport::PortAttr port_attr{};
   transport::Gid gid{};

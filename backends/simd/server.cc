@@ -113,7 +113,10 @@ class Server final : public FabricServer, public Sessions {
       if (stop_fd >= 0) fds.push_back({stop_fd, POLLIN, 0});
       const size_t first_session = fds.size();
       for (const auto& s : sessions_) fds.push_back({s->fd, POLLIN, 0});
-      const int r = poll(fds.data(), fds.size(), 1000);
+      const int r =
+          poll(fds.data(), fds.size(),
+               static_cast<int>(std::max<uint64_t>(
+                   1, std::min<uint64_t>(options_.outside_ms, 1000))));
       if (r < 0 && errno != EINTR) return errno;
       if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return 0;
       if (fds[0].revents & POLLIN) Accept();
@@ -124,7 +127,7 @@ class Server final : public FabricServer, public Sessions {
         Session* s = Find(fds[i].fd);
         if (s != nullptr) Receive(s);
       }
-      if (CanAdvance()) Advance();
+      if (const Advancing a = CanAdvance(); a != Advancing::kNo) Advance(a);
       Watchdog();
     }
   }
@@ -240,6 +243,7 @@ class Server final : public FabricServer, public Sessions {
       return;
     }
     ++summary_.requests;
+    ++requests_since_advance_;
     if (h.op == Op::kHello) {
       const std::string refused = Hello(s, req, passed);
       if (!refused.empty()) Drop(s, refused.c_str());
@@ -248,6 +252,11 @@ class Server final : public FabricServer, public Sessions {
     if (passed >= 0) close(passed);
     if (s->node < 0) {
       Drop(s, "spoke before saying hello");
+      return;
+    }
+    if (h.op == Op::kPark && req.flags == 1) {
+      s->parked = true;
+      Wake(s, /*idle=*/false);  // the ranges so far, no waiting
       return;
     }
     if (h.op == Op::kPark) {
@@ -261,6 +270,12 @@ class Server final : public FabricServer, public Sessions {
     if (!ServeRequest(*this, s, h.op, req, tail, h.tail_bytes, &reply, &why)) {
       Drop(s, why.c_str());
       return;
+    }
+    if (!s->dirty.empty()) {
+      Reply r;
+      std::memcpy(&r, reply.bytes().data() + sizeof(Header), sizeof r);
+      r.dirty_pending = static_cast<uint32_t>(s->dirty.size());
+      std::memcpy(reply.mutable_bytes().data() + sizeof(Header), &r, sizeof r);
     }
     if (!Send(s, reply)) Drop(s, "cannot be written to");
   }
@@ -306,22 +321,44 @@ class Server final : public FabricServer, public Sessions {
 
   // Time moves when every node that will take part has connected and every
   // live one is parked (and at least one is).
-  bool CanAdvance() const {
+  // An outside process (silent for outside_ms while the others wait) counts
+  // as parked: the fabric moves on without it.
+  // While a process is outside, time moves only as far as the events already
+  // in the fabric take it: no parked process's deadline fires and no idle
+  // fabric is declared, since the outside process may yet act (it is
+  // probably waiting, outside, for a parked one). Only once it has been
+  // silent for the watchdog's time do deadlines fire again, as on hardware a
+  // wait with a timeout would end.
+  enum class Advancing { kNo, kEveryoneParked, kSomeoneOutside, kOutsideLong };
+  Advancing CanAdvance() {
     if (options_.expected_nodes > 0 &&
         ever_connected_.size() < static_cast<size_t>(options_.expected_nodes)) {
-      return false;
+      return Advancing::kNo;
     }
-    bool any = false;
+    const uint64_t now = WallMs();
+    bool any = false, outside = false, outside_long = true;
     for (const auto& s : sessions_) {
-      if (s->node < 0) return false;  // saying hello
-      if (!s->parked) return false;
-      any = true;
+      if (s->node < 0) return Advancing::kNo;  // saying hello
+      if (s->parked) {
+        any = true;
+      } else if (options_.outside_ms > 0 &&
+                 now - s->last_heard_ms >= options_.outside_ms) {
+        outside = true;
+        outside_long &= now - s->last_heard_ms >= options_.watchdog_ms;
+      } else {
+        return Advancing::kNo;
+      }
     }
-    return any;
+    if (!any) return Advancing::kNo;
+    if (!outside) return Advancing::kEveryoneParked;
+    return outside_long ? Advancing::kOutsideLong : Advancing::kSomeoneOutside;
   }
 
-  void Advance() {
+  void Advance(Advancing how) {
+    const bool patient = how == Advancing::kSomeoneOutside;
+    if (patient && fabric_->pending_events() == 0 && !AnyHeld()) return;
     ++summary_.advances;
+    if (how != Advancing::kEveryoneParked) ++summary_.outside_advances;
     fabric_->HoldDoorbells(false);
     bool woke = false;
     while (!woke) {
@@ -334,6 +371,8 @@ class Server final : public FabricServer, public Sessions {
         if (s->parked) deadline = std::min(deadline, s->deadline_ns);
       }
       const uint64_t next = fabric_->next_event_ns();
+      if (patient && next == UINT64_MAX) break;  // wait for the outsider
+      if (patient) deadline = UINT64_MAX;        // and fire no deadline
       if (next == UINT64_MAX && deadline == UINT64_MAX) {
         // Nothing will ever happen: every parked call returns (an unbounded
         // wait reports the fabric idle).
@@ -350,6 +389,7 @@ class Server final : public FabricServer, public Sessions {
       fabric_->Step();
     }
     fabric_->HoldDoorbells(true);
+    requests_since_advance_ = 0;
     // Sessions may be dropped while waking (a write fails): iterate a copy.
     std::vector<Session*> all;
     for (const auto& s : sessions_) all.push_back(s.get());
@@ -381,6 +421,9 @@ class Server final : public FabricServer, public Sessions {
     s->concerned = !s->dirty.empty();  // more than one reply's worth
     if (!Send(s, m)) Drop(s, "cannot be written to");
   }
+
+  // Whether requests since the last advance left doorbells or wakeups held.
+  bool AnyHeld() const { return requests_since_advance_ > 0; }
 
   void WriteClock(Session* s) {
     if (s->window == nullptr) return;
@@ -422,7 +465,10 @@ class Server final : public FabricServer, public Sessions {
                    "softfab fabricd: dropped node %d (pid %d): %s\n", s->node,
                    static_cast<int>(s->pid), why);
     }
-    if (s->node >= 0) nodes_[static_cast<size_t>(s->node)] = nullptr;
+    if (s->node >= 0) {
+      nodes_[static_cast<size_t>(s->node)] = nullptr;
+      fabric_->HaltNode(s->node);  // its HCA answers no more
+    }
     if (s->window != nullptr) munmap(s->window, kWindowBytes);
     s->window = nullptr;
     close(s->fd);
@@ -439,6 +485,7 @@ class Server final : public FabricServer, public Sessions {
   std::vector<int32_t> ever_connected_;
   std::vector<uint8_t> buf_;
   RunSummary summary_;
+  uint64_t requests_since_advance_ = 0;
 };
 
 }  // namespace

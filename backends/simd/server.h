@@ -29,6 +29,10 @@ struct ServerOptions {
   // A process that keeps the fabric from advancing (neither parked nor
   // gone) this long in wall time is named on `log`, once per stall.
   uint64_t watchdog_ms = 10'000;
+  // A process silent this long (between calls: computing, or talking to
+  // another process outside the fabric) while every other one is parked
+  // counts as parked, so the fabric moves on (the README's "outside" rule).
+  uint64_t outside_ms = 200;
   FILE* log = stderr;
 };
 
@@ -38,6 +42,7 @@ struct RunSummary {
   uint64_t now_ns = 0;
   sim::SimStats stats;
   uint64_t advances = 0;
+  uint64_t outside_advances = 0;  // advances with a process outside
   uint64_t requests = 0;
   uint64_t nodes_connected = 0;
   uint64_t clients_refused = 0;  // malformed, hostile or wrong uid

@@ -161,9 +161,12 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
   tp::Device* dev = s->device;
   Reply r;
   switch (op) {
-    case Op::kQueryDevice:
-      r = FromStatus(dev->QueryDevice(&r.device_attr));
+    case Op::kQueryDevice: {
+      tp::DeviceAttr a;
+      r = FromStatus(dev->QueryDevice(&a));
+      r.device_attr = a;
       break;
+    }
     case Op::kQueryPort: {
       tp::PortAttr a;
       r = FromStatus(dev->QueryPort(static_cast<uint8_t>(req.a), &a));
@@ -444,9 +447,12 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       if (r.status == 0) s->ahs.erase(req.handle);
       break;
     }
-    case Op::kGetAsyncEvent:
-      r = FromStatus(dev->GetAsyncEvent(&r.event));
+    case Op::kGetAsyncEvent: {
+      tp::AsyncEvent e;
+      r = FromStatus(dev->GetAsyncEvent(&e));
+      r.event = e;
       break;
+    }
     case Op::kScheduleWakeup:
       dev->ScheduleWakeup(req.a);
       break;

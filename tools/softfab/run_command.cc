@@ -110,6 +110,9 @@ int RunRun(const RunArgs& args) {
   options.socket_path = dir + "/fabric.sock";
   options.expected_nodes = nodes;
   options.watchdog_ms = args.watchdog_ms;
+  if (const char* o = std::getenv("SOFTFAB_OUTSIDE_MS")) {
+    options.outside_ms = std::strtoull(o, nullptr, 10);
+  }
   auto server = simd::CreateFabricServer(options, &error);
   if (!server.ok()) {
     std::fprintf(stderr, "softfab run: %s\n", error.c_str());

@@ -109,6 +109,9 @@ class FabricImpl final : public SimFabric {
   // Shared by processes (SimConfig::shared_by_processes): doorbells and
   // wakeups held between the daemon's advances (SimFabric::HoldDoorbells).
   void HoldDoorbells(bool hold) override;
+  void HaltNode(int32_t node) override {
+    if (node >= 0 && node < config_.nodes) nodes_[node].port_down = true;
+  }
   bool doorbells_held() const { return doorbells_held_; }
   void HoldPump(QpImpl* qp) { held_pumps_.push_back(qp); }
   void ForgetHeldPump(const QpImpl* qp);  // the QP is going

@@ -36,8 +36,8 @@ class Connection {
   // One request and its reply (serving the daemon's pulls meanwhile). A
   // reply with an errno is that error, its reason kept until the next.
   // EIO once the daemon is gone, for this and every later call.
-  Status Call(Op op, const Request& req, const Message* tail, Reply* reply,
-              std::vector<uint8_t>* reply_tail = nullptr);
+  Status Call(Op op, const Request& req, const std::vector<uint8_t>* tail,
+              Reply* reply, std::vector<uint8_t>* reply_tail = nullptr);
 
   // Shadow space for a registration of `len` bytes, and its release.
   StatusOr<uint64_t> AllocShadow(uint64_t len);
@@ -55,6 +55,13 @@ class Connection {
   // The virtual clock, as the daemon last wrote it.
   uint64_t NowNs() const;
   bool broken() const { return broken_; }
+  // Where a wake's ranges and channel signals go (the backend).
+  using WakeHandler = void (*)(void* self, const Reply& r,
+                               const std::vector<uint8_t>& tail);
+  void SetWakeHandler(WakeHandler fn, void* self) {
+    wake_fn_ = fn;
+    wake_self_ = self;
+  }
 
  private:
   bool Receive(Reply* reply, std::vector<uint8_t>* tail);
@@ -72,6 +79,9 @@ class Connection {
   std::map<uint64_t, uint32_t> by_shadow_;  // shadow offset -> lkey
   std::vector<uint8_t> buf_;
   std::string last_error_;
+  WakeHandler wake_fn_ = nullptr;
+  void* wake_self_ = nullptr;
+  bool syncing_ = false;
 };
 
 }  // namespace softfab::simd::internal
