@@ -115,8 +115,9 @@ class Server final : public FabricServer, public Sessions {
       for (const auto& s : sessions_) fds.push_back({s->fd, POLLIN, 0});
       const int r =
           poll(fds.data(), fds.size(),
-               static_cast<int>(std::max<uint64_t>(
-                   1, std::min<uint64_t>(options_.outside_ms, 1000))));
+               options_.outside_ms == 0 ? 1000
+                                        : static_cast<int>(std::clamp<uint64_t>(
+                                              options_.outside_ms, 1, 1000)));
       if (r < 0 && errno != EINTR) return errno;
       if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return 0;
       if (fds[0].revents & POLLIN) Accept();
