@@ -173,7 +173,17 @@ TEST(ScenarioTest, MissingFileIsNamed) {
   std::string error;
   auto s = LoadScenario("no/such/scenario.yaml", &error);
   EXPECT_FALSE(s.ok());
-  EXPECT_EQ(error, "no/such/scenario.yaml:1:1: cannot open the file");
+  EXPECT_EQ(error,
+            "no/such/scenario.yaml:1:1: cannot open the file (No such file "
+            "or directory)");
+}
+
+TEST(ScenarioTest, WhatIsNotARegularFileIsRefusedUnread) {
+  std::string error;
+  auto s = LoadScenario("/dev/zero", &error);
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(error,
+            "/dev/zero:1:1: not a regular file: a scenario is a YAML file");
 }
 
 }  // namespace
