@@ -3,7 +3,10 @@
 // themselves are served by ServeRequest (server_requests.cc).
 #include "backends/simd/server.h"
 
+#include <dirent.h>
+#include <linux/sockios.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -22,6 +25,32 @@
 namespace softfab::simd {
 namespace internal {
 namespace {
+
+// Every thread of `pid` in state S (sleeping in the kernel, interruptibly),
+// read from /proc/PID/task/*/stat.
+bool AllThreadsSleep(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return false;
+  bool all = true, any = false;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    const std::string path = dir + "/" + e->d_name + "/stat";
+    FILE* f = std::fopen(path.c_str(), "r");
+    if (f == nullptr) continue;
+    char buf[512];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    buf[n] = '\0';
+    // "pid (comm) S ...": the state follows the last ')'.
+    const char* close_paren = std::strrchr(buf, ')');
+    if (close_paren == nullptr || close_paren[1] != ' ') continue;
+    any = true;
+    if (close_paren[2] != 'S') all = false;
+  }
+  closedir(d);
+  return any && all;
+}
 
 uint64_t WallMs() {
   timespec ts{};
@@ -113,11 +142,11 @@ class Server final : public FabricServer, public Sessions {
       if (stop_fd >= 0) fds.push_back({stop_fd, POLLIN, 0});
       const size_t first_session = fds.size();
       for (const auto& s : sessions_) fds.push_back({s->fd, POLLIN, 0});
-      const int r =
-          poll(fds.data(), fds.size(),
-               options_.outside_ms == 0 ? 1000
-                                        : static_cast<int>(std::clamp<uint64_t>(
-                                              options_.outside_ms, 1, 1000)));
+      // Someone running while others wait: look again soon, to notice it
+      // fall asleep outside the fabric.
+      bool waiting = false, running = false;
+      for (const auto& x : sessions_) (x->parked ? waiting : running) = true;
+      const int r = poll(fds.data(), fds.size(), waiting && running ? 1 : 1000);
       if (r < 0 && errno != EINTR) return errno;
       if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return 0;
       if (fds[0].revents & POLLIN) Accept();
@@ -331,6 +360,26 @@ class Server final : public FabricServer, public Sessions {
   // silent for the watchdog's time do deadlines fire again, as on hardware a
   // wait with a timeout would end.
   enum class Advancing { kNo, kEveryoneParked, kSomeoneOutside, kOutsideLong };
+  // A process between calls whose every thread sleeps in the kernel, having
+  // read every reply, waits for something outside the fabric (another
+  // process of the run, most often) and cannot act before that happens: it
+  // counts as parked, as Shadow counts a process blocked in a system call.
+  // Two looks at least a millisecond apart, so a passing sleep (a pipe
+  // write, a lock) is not taken for one.
+  bool AsleepOutside(Session* s, uint64_t now) {
+    // Nothing of ours unread by it, nothing of its unread by us (a request
+    // on its way means it is in a call, waiting for our answer).
+    int unread = 0, unanswered = 0;
+    if (ioctl(s->fd, SIOCOUTQ, &unread) != 0 || unread != 0 ||
+        ioctl(s->fd, SIOCINQ, &unanswered) != 0 || unanswered != 0 ||
+        !AllThreadsSleep(s->pid)) {
+      s->asleep_since_ms = 0;
+      return false;
+    }
+    if (s->asleep_since_ms == 0) s->asleep_since_ms = now;
+    return now - s->asleep_since_ms >= 1;
+  }
+
   Advancing CanAdvance() {
     if (options_.expected_nodes > 0 &&
         ever_connected_.size() < static_cast<size_t>(options_.expected_nodes)) {
@@ -340,8 +389,8 @@ class Server final : public FabricServer, public Sessions {
     bool any = false, outside = false, outside_long = true;
     for (const auto& s : sessions_) {
       if (s->node < 0) return Advancing::kNo;  // saying hello
-      if (s->parked) {
-        any = true;
+      if (s->parked || AsleepOutside(s.get(), now)) {
+        any |= s->parked;
       } else if (options_.outside_ms > 0 &&
                  now - s->last_heard_ms >= options_.outside_ms) {
         outside = true;

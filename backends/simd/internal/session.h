@@ -50,6 +50,7 @@ struct Session {
   bool named = false;  // the watchdog named it for the current stall
   uint64_t deadline_ns = UINT64_MAX;
   uint64_t last_heard_ms = 0;
+  uint64_t asleep_since_ms = 0;  // first seen asleep outside (0: not)
   std::vector<Range> dirty;
   // Objects by handle (handles count up from 1, per session).
   uint32_t next_handle = 1;
