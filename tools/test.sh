@@ -77,7 +77,7 @@ fi
 # SOFTFAB_SKIP_FUZZ=1 leaves them out. (Their corpora also replay in the passes above, as
 # the //fuzz:*_corpus_test targets.)
 if [ "${SOFTFAB_SKIP_FUZZ:-0}" != 1 ] && [ "$targets" = "//..." ]; then
-  for fuzz_target in decoders api_calls hostile_peer; do
+  for fuzz_target in decoders api_calls hostile_peer daemon_requests; do
     echo "== fuzz $fuzz_target for ${SOFTFAB_FUZZ_SECONDS:-60} s"
     if nice -n 10 bash fuzz/run.sh "$fuzz_target" "${SOFTFAB_FUZZ_SECONDS:-60}" 2>&1 | tail -n 1; then
       python3 tools/count_tests.py record "$results/fuzz" "fuzz:$fuzz_target" pass
