@@ -45,7 +45,7 @@ bazel_tests plain
 # cases only show as skipped on the host).
 if [ "${SOFTFAB_SKIP_VM:-0}" != 1 ] && [ "$targets" = "//..." ]; then
   echo "== verbs suites on rxe in a qemu VM (tools/rxe-vm/run.sh)"
-  bazel build //examples:softfab_pingpong 2>&1 | tail -n 1
+  bazel build //examples:softfab_pingpong //api/libfabric:libsoftfab-fi.so 2>&1 | tail -n 1
   vm_out=$(mktemp -d)
   vm_start=$(date +%s)
   # The plain build's outputs by their real path (the bazel-bin link follows the last

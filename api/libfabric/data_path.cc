@@ -111,7 +111,98 @@ ssize_t TInjectData(fid_ep* ep, const void* buf, size_t len, uint64_t data,
   return sf_tinjectdata(Sf(ep), buf, len, data, dest, tag);
 }
 
+// Endpoints whose tx_attr / rx_attr op_flags hold FI_COMPLETION (Open MPI
+// binds its CQ with FI_SELECTIVE_COMPLETION and asks for that) must report
+// operations posted without flags: those go through the *msg call with the
+// endpoint's flags. Only such endpoints take these slots (they are the
+// "default flags" tables), so the others' path is unchanged.
+uint64_t TxFlags(fid_ep* ep) { return reinterpret_cast<Ep*>(ep)->tx_flags; }
+uint64_t RxFlags(fid_ep* ep) { return reinterpret_cast<Ep*>(ep)->rx_flags; }
+
+ssize_t RecvF(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src,
+              void* context) {
+  iovec iov{buf, len};
+  const sf_msg m{&iov, &desc, 1, src, context, 0};
+  return sf_recvmsg(Sf(ep), &m, RxFlags(ep));
+}
+ssize_t RecvVF(fid_ep* ep, const iovec* iov, void** desc, size_t count,
+               fi_addr_t src, void* context) {
+  const sf_msg m{iov, desc, count, src, context, 0};
+  return sf_recvmsg(Sf(ep), &m, RxFlags(ep));
+}
+ssize_t SendF(fid_ep* ep, const void* buf, size_t len, void* desc,
+              fi_addr_t dest, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  const sf_msg m{&iov, &desc, 1, dest, context, 0};
+  return sf_sendmsg(Sf(ep), &m, TxFlags(ep));
+}
+ssize_t SendVF(fid_ep* ep, const iovec* iov, void** desc, size_t count,
+               fi_addr_t dest, void* context) {
+  const sf_msg m{iov, desc, count, dest, context, 0};
+  return sf_sendmsg(Sf(ep), &m, TxFlags(ep));
+}
+ssize_t SendDataF(fid_ep* ep, const void* buf, size_t len, void* desc,
+                  uint64_t data, fi_addr_t dest, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  const sf_msg m{&iov, &desc, 1, dest, context, data};
+  return sf_sendmsg(Sf(ep), &m, TxFlags(ep) | FI_REMOTE_CQ_DATA);
+}
+ssize_t TRecvF(fid_ep* ep, void* buf, size_t len, void* desc, fi_addr_t src,
+               uint64_t tag, uint64_t ignore, void* context) {
+  iovec iov{buf, len};
+  const sf_msg_tagged m{&iov, &desc, 1, src, tag, ignore, context, 0};
+  return sf_trecvmsg(Sf(ep), &m, RxFlags(ep));
+}
+ssize_t TRecvVF(fid_ep* ep, const iovec* iov, void** desc, size_t count,
+                fi_addr_t src, uint64_t tag, uint64_t ignore, void* context) {
+  const sf_msg_tagged m{iov, desc, count, src, tag, ignore, context, 0};
+  return sf_trecvmsg(Sf(ep), &m, RxFlags(ep));
+}
+ssize_t TSendF(fid_ep* ep, const void* buf, size_t len, void* desc,
+               fi_addr_t dest, uint64_t tag, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  const sf_msg_tagged m{&iov, &desc, 1, dest, tag, 0, context, 0};
+  return sf_tsendmsg(Sf(ep), &m, TxFlags(ep));
+}
+ssize_t TSendVF(fid_ep* ep, const iovec* iov, void** desc, size_t count,
+                fi_addr_t dest, uint64_t tag, void* context) {
+  const sf_msg_tagged m{iov, desc, count, dest, tag, 0, context, 0};
+  return sf_tsendmsg(Sf(ep), &m, TxFlags(ep));
+}
+ssize_t TSendDataF(fid_ep* ep, const void* buf, size_t len, void* desc,
+                   uint64_t data, fi_addr_t dest, uint64_t tag, void* context) {
+  iovec iov{const_cast<void*>(buf), len};
+  const sf_msg_tagged m{&iov, &desc, 1, dest, tag, 0, context, data};
+  return sf_tsendmsg(Sf(ep), &m, TxFlags(ep) | FI_REMOTE_CQ_DATA);
+}
+
 }  // namespace
+
+fi_ops_msg msg_ops_default_flags = {
+    .size = sizeof(fi_ops_msg),
+    .recv = RecvF,
+    .recvv = RecvVF,
+    .recvmsg = RecvMsg,
+    .send = SendF,
+    .sendv = SendVF,
+    .sendmsg = SendMsg,
+    .inject = Inject,
+    .senddata = SendDataF,
+    .injectdata = InjectData,
+};
+
+fi_ops_tagged tagged_ops_default_flags = {
+    .size = sizeof(fi_ops_tagged),
+    .recv = TRecvF,
+    .recvv = TRecvVF,
+    .recvmsg = TRecvMsg,
+    .send = TSendF,
+    .sendv = TSendVF,
+    .sendmsg = TSendMsg,
+    .inject = TInject,
+    .senddata = TSendDataF,
+    .injectdata = TInjectData,
+};
 
 fi_ops_msg msg_ops = {
     .size = sizeof(fi_ops_msg),

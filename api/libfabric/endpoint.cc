@@ -267,9 +267,12 @@ int OpenEndpoint(fid_domain* df, fi_info* info, fid_ep** out, void* context) {
   InitFid(&ep->fid.fid, FI_CLASS_EP, context, &ep_fid_ops);
   ep->fid.ops = &ep_ops;
   ep->fid.cm = &ep_cm_ops;
-  ep->fid.msg = &msg_ops;
+  ep->tx_flags = a.op_flags;
+  ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags & FI_COMPLETION : 0;
+  const bool default_flags = (ep->tx_flags | ep->rx_flags) & FI_COMPLETION;
+  ep->fid.msg = default_flags ? &msg_ops_default_flags : &msg_ops;
   ep->fid.rma = &unsupported_rma;
-  ep->fid.tagged = &tagged_ops;
+  ep->fid.tagged = default_flags ? &tagged_ops_default_flags : &tagged_ops;
   ep->fid.atomic = &unsupported_atomic;
   ep->fid.collective = &unsupported_collective;
   ep->domain = d;

@@ -123,9 +123,13 @@ struct RdmPair {
     fi_addr_t self = FI_ADDR_NOTAVAIL;
   } side[2];
 
-  void Open(uint64_t caps, fi_cq_format format,
-            fi_wait_obj wait = FI_WAIT_NONE) {
+  void Open(uint64_t caps, fi_cq_format format, fi_wait_obj wait = FI_WAIT_NONE,
+            bool selective = false) {
     fi_info* h = SimHints(FI_EP_RDM, caps);
+    if (selective) {
+      h->tx_attr->op_flags = FI_COMPLETION;
+      h->rx_attr->op_flags = FI_COMPLETION;
+    }
     ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info), 0);
     fi_freeinfo(h);
     ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
@@ -142,8 +146,9 @@ struct RdmPair {
       ASSERT_EQ(fi_cq_open(s.domain, &cq_attr, &s.rx, nullptr), 0);
       ASSERT_EQ(fi_endpoint(s.domain, info, &s.ep, nullptr), 0);
       ASSERT_EQ(fi_ep_bind(s.ep, &s.av->fid, 0), 0);
-      ASSERT_EQ(fi_ep_bind(s.ep, &s.tx->fid, FI_TRANSMIT), 0);
-      ASSERT_EQ(fi_ep_bind(s.ep, &s.rx->fid, FI_RECV), 0);
+      const uint64_t sel = selective ? FI_SELECTIVE_COMPLETION : 0;
+      ASSERT_EQ(fi_ep_bind(s.ep, &s.tx->fid, FI_TRANSMIT | sel), 0);
+      ASSERT_EQ(fi_ep_bind(s.ep, &s.rx->fid, FI_RECV | sel), 0);
       ASSERT_EQ(fi_enable(s.ep), 0);
     }
     for (int i = 0; i < 2; ++i) {
@@ -372,6 +377,85 @@ TEST(FiRdm, PeekClaimDiscard) {
   ASSERT_EQ(ReadOne(p.side[1].rx, &e, p.side[0].tx), -FI_EAVAIL);
   ASSERT_EQ(fi_cq_readerr(p.side[1].rx, &err, 0), 1);
   EXPECT_EQ(err.err, FI_ENOMSG);
+}
+
+// What Open MPI's MPI_Iprobe + MPI_Recv do: a peek reports the message and
+// leaves it for the receive that follows (here a zero-byte one, to self).
+TEST(FiRdm, PeekLeavesTheMessageForAReceive) {
+  RdmPair p;
+  ASSERT_NO_FATAL_FAILURE(
+      p.Open(FI_TAGGED | FI_DIRECTED_RECV, FI_CQ_FORMAT_TAGGED));
+  for (size_t len : {size_t{0}, size_t{64}}) {
+    char out[64] = "peeked then received", in[64] = {};
+    ASSERT_EQ(fi_tinjectdata(p.side[0].ep, out, len, 5, p.side[0].self, 3), 0);
+    fi_context2 peek_ctx;
+    fi_msg_tagged m{};
+    m.addr = FI_ADDR_UNSPEC;
+    m.tag = 3;
+    m.context = &peek_ctx;
+    fi_cq_tagged_entry e{};
+    ssize_t rc = -FI_EAVAIL;
+    for (int tries = 0; tries < 1000 && rc == -FI_EAVAIL; ++tries) {
+      ASSERT_EQ(fi_trecvmsg(p.side[0].ep, &m, FI_PEEK | FI_COMPLETION), 0);
+      rc = ReadOne(p.side[0].rx, &e, p.side[0].tx);
+      if (rc == -FI_EAVAIL) {
+        fi_cq_err_entry err{};
+        ASSERT_EQ(fi_cq_readerr(p.side[0].rx, &err, 0), 1);
+        ASSERT_EQ(err.err, FI_ENOMSG);
+      }
+    }
+    ASSERT_EQ(rc, 1);
+    EXPECT_EQ(e.op_context, &peek_ctx);
+    EXPECT_EQ(e.len, len);
+    EXPECT_EQ(e.data, 5u);
+    fi_context2 rctx;
+    ASSERT_EQ(
+        fi_trecv(p.side[0].ep, in, len, nullptr, FI_ADDR_UNSPEC, 3, 0, &rctx),
+        0);
+    ASSERT_EQ(ReadOne(p.side[0].rx, &e, p.side[0].tx), 1) << len;
+    EXPECT_EQ(e.op_context, &rctx);
+    EXPECT_EQ(e.len, len);
+    EXPECT_EQ(memcmp(in, out, len), 0);
+  }
+}
+
+// Open MPI's MPI_Isend + MPI_Iprobe + MPI_Recv to itself, as it calls them:
+// selective completion with FI_COMPLETION in both op_flags, fi_tsenddata,
+// a peek for any tag, then fi_trecv (which must complete by default).
+TEST(FiRdm, OpenMpiProbeThenReceive) {
+  RdmPair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open(FI_TAGGED | FI_DIRECTED_RECV,
+                                 FI_CQ_FORMAT_TAGGED, FI_WAIT_NONE, true));
+  char out[8] = "x", in[8] = {};
+  fi_context2 sctx, peek_ctx, rctx;
+  ASSERT_EQ(
+      fi_tsenddata(p.side[0].ep, out, 0, nullptr, 0, p.side[0].self, 0, &sctx),
+      0);
+  fi_msg_tagged m{};
+  m.addr = FI_ADDR_UNSPEC;
+  m.tag = 0;
+  m.ignore = 0x17fffffffULL;
+  m.context = &peek_ctx;
+  fi_cq_tagged_entry e{};
+  ssize_t rc = -FI_EAVAIL;
+  for (int tries = 0; tries < 1000 && rc == -FI_EAVAIL; ++tries) {
+    ASSERT_EQ(fi_trecvmsg(p.side[0].ep, &m, FI_PEEK | FI_COMPLETION), 0);
+    rc = ReadOne(p.side[0].rx, &e, p.side[0].tx);
+    if (rc == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      ASSERT_EQ(fi_cq_readerr(p.side[0].rx, &err, 0), 1);
+      ASSERT_EQ(err.err, FI_ENOMSG);
+    }
+  }
+  ASSERT_EQ(rc, 1);
+  EXPECT_EQ(e.op_context, &peek_ctx);
+  ASSERT_EQ(fi_trecv(p.side[0].ep, in, 0, nullptr, FI_ADDR_UNSPEC, 0,
+                     0x100000000ULL, &rctx),
+            0);
+  ASSERT_EQ(ReadOne(p.side[0].rx, &e, p.side[0].tx), 1);
+  EXPECT_EQ(e.op_context, &rctx);
+  ASSERT_EQ(ReadOne(p.side[0].tx, &e, p.side[0].rx), 1);
+  EXPECT_EQ(e.op_context, &sctx);
 }
 
 TEST(FiRdm, MultiRecvBufferTakesManyMessages) {

@@ -116,6 +116,9 @@ struct Ep {
   fid_ep fid;
   Domain* domain = nullptr;
   sf_ep* sf = nullptr;
+  // The fi_info's tx_attr / rx_attr op_flags, for calls without flags.
+  uint64_t tx_flags = 0;
+  uint64_t rx_flags = 0;
 };
 
 // Fills an object's fid header.
@@ -159,6 +162,11 @@ int OpenPassiveEp(fid_fabric* fabric, fi_info* info, fid_pep** pep,
 // api/libfabric/data_path.cc: fi_msg and fi_tagged, forwarded.
 extern fi_ops_msg msg_ops;
 extern fi_ops_tagged tagged_ops;
+// The same for endpoints whose operations carry default flags (tx_attr /
+// rx_attr op_flags with FI_COMPLETION, for FI_SELECTIVE_COMPLETION): calls
+// without flags pass Ep::tx_flags / rx_flags.
+extern fi_ops_msg msg_ops_default_flags;
+extern fi_ops_tagged tagged_ops_default_flags;
 
 // api/libfabric/unsupported.cc: -FI_ENOSYS for every slot softfab does not
 // serve, so no table holds a NULL.
