@@ -125,6 +125,20 @@ if [ "$targets" = "//..." ]; then
   fi
 fi
 
+# Installing for programs built outside Bazel: tools/install.sh into a scratch prefix, then a
+# C program built with `cc prog.c $(pkg-config --cflags --libs softfab)` runs on the
+# simulator and fi_info lists the installed provider (tools/install.sh --check).
+if [ "$targets" = "//..." ]; then
+  echo "== tools/install.sh --check into a scratch prefix"
+  install_prefix=$(mktemp -d)
+  if bash tools/install.sh --prefix "$install_prefix" --check 2>&1 | tail -n 3; then
+    python3 tools/count_tests.py record "$results/install" "install_pkg_config_c_program" pass
+  else
+    python3 tools/count_tests.py record "$results/install" "install_pkg_config_c_program" fail
+  fi
+  rm -rf "$install_prefix"
+fi
+
 # A study sharded as a Slurm array job on a one-node cluster on this machine must equal
 # the same study run here (tools/slurm/test.sh). SOFTFAB_SKIP_SLURM=1 leaves it out.
 if [ "$targets" = "//..." ] && [ "${SOFTFAB_SKIP_SLURM:-0}" != 1 ]; then
