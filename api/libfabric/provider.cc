@@ -46,29 +46,35 @@ extern "C" FI_EXT_INI {
   };
   static_assert(sizeof(LayeringFlags) <= sizeof(provider.context));
   reinterpret_cast<LayeringFlags*>(&provider.context)->disable_layering = true;
-  fi_param_define(&provider, "backend", FI_PARAM_STRING,
-                  "Which fabrics fi_getinfo offers: \"sim\" (the simulator), "
-                  "\"verbs\" (every RDMA device) or one device by name "
-                  "(ibv_devices); unset: every device, then \"sim\"");
-  fi_param_define(&provider, "sim_nodes", FI_PARAM_INT,
-                  "Simulator: nodes of each simulated fabric (default 16); "
-                  "its domains and passive endpoints take nodes 0, 1, ... in "
-                  "the order they are opened");
-  fi_param_define(&provider, "sim_seed", FI_PARAM_SIZE_T,
-                  "Simulator: master seed (default 1)");
-  fi_param_define(&provider, "sim_latency_ns", FI_PARAM_SIZE_T,
-                  "Simulator: one-way latency of every link in ns (default: "
-                  "the simulator's)");
-  fi_param_define(&provider, "sim_bandwidth_bps", FI_PARAM_SIZE_T,
-                  "Simulator: bandwidth of every link in bit/s (0: "
-                  "unlimited)");
-  fi_param_define(&provider, "sim_drop", FI_PARAM_STRING,
-                  "Simulator: probability in [0, 1] that a packet is lost");
-  fi_param_define(&provider, "sim_duplicate", FI_PARAM_STRING,
-                  "Simulator: probability in [0, 1] that a packet is "
-                  "delivered twice");
-  fi_param_define(&provider, "sim_reorder", FI_PARAM_STRING,
-                  "Simulator: probability in [0, 1] that a packet is held "
-                  "back 5 us (reordered)");
+  // The parameters: name (FI_SOFTFAB_<NAME>), type, help for `fi_info -e`.
+  static const struct {
+    const char* name;
+    fi_param_type type;
+    const char* help;
+  } kParams[] = {
+      {"backend", FI_PARAM_STRING,
+       "Which fabrics fi_getinfo offers: \"sim\" (the simulator), \"verbs\" "
+       "(every RDMA device) or one device by name (ibv_devices); unset: every "
+       "device, then \"sim\""},
+      {"sim_nodes", FI_PARAM_INT,
+       "Simulator: nodes of each simulated fabric (default 16); its domains "
+       "and passive endpoints take nodes 0, 1, ... in the order they are "
+       "opened"},
+      {"sim_seed", FI_PARAM_SIZE_T, "Simulator: master seed (default 1)"},
+      {"sim_latency_ns", FI_PARAM_SIZE_T,
+       "Simulator: one-way latency of every link in ns (default 0)"},
+      {"sim_bandwidth_bps", FI_PARAM_SIZE_T,
+       "Simulator: bandwidth of every link in bit/s (0: unlimited)"},
+      {"sim_drop", FI_PARAM_STRING,
+       "Simulator: probability in [0, 1] that a packet is lost"},
+      {"sim_duplicate", FI_PARAM_STRING,
+       "Simulator: probability in [0, 1] that a packet is delivered twice"},
+      {"sim_reorder", FI_PARAM_STRING,
+       "Simulator: probability in [0, 1] that a packet is held back 5 us "
+       "(reordered)"},
+  };
+  for (const auto& p : kParams) {
+    fi_param_define(&provider, p.name, p.type, "%s", p.help);
+  }
   return &provider;
 }

@@ -9,10 +9,6 @@
 namespace softfab::fi_test {
 namespace {
 
-class FiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { UseBuiltProvider(); }
-};
 const auto* const env = ::testing::AddGlobalTestEnvironment(new FiEnvironment);
 
 // One side of a connection: domain, CQs, endpoint, bound to `eq`.

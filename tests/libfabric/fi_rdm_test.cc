@@ -14,10 +14,6 @@
 namespace softfab::fi_test {
 namespace {
 
-class FiEnvironment : public ::testing::Environment {
- public:
-  void SetUp() override { UseBuiltProvider(); }
-};
 const auto* const env = ::testing::AddGlobalTestEnvironment(new FiEnvironment);
 
 TEST(FiGetInfo, ListsEveryEndpointTypeOnTheSimulator) {
@@ -379,6 +375,22 @@ TEST(FiRdm, PeekClaimDiscard) {
   EXPECT_EQ(err.err, FI_ENOMSG);
 }
 
+// Peeks (FI_PEEK | FI_COMPLETION) with `m` until the message shows: a peek
+// that finds nothing completes with FI_ENOMSG, and the next one is posted.
+void PeekUntilFound(const RdmPair::Side& s, const fi_msg_tagged& m,
+                    fi_cq_tagged_entry* e) {
+  for (int tries = 0; tries < 1000; ++tries) {
+    ASSERT_EQ(fi_trecvmsg(s.ep, &m, FI_PEEK | FI_COMPLETION), 0);
+    const ssize_t rc = ReadOne(s.rx, e, s.tx);
+    if (rc == 1) return;
+    ASSERT_EQ(rc, -FI_EAVAIL);
+    fi_cq_err_entry err{};
+    ASSERT_EQ(fi_cq_readerr(s.rx, &err, 0), 1);
+    ASSERT_EQ(err.err, FI_ENOMSG);
+  }
+  FAIL() << "the message never showed to a peek";
+}
+
 // What Open MPI's MPI_Iprobe + MPI_Recv do: a peek reports the message and
 // leaves it for the receive that follows (here a zero-byte one, to self).
 TEST(FiRdm, PeekLeavesTheMessageForAReceive) {
@@ -394,17 +406,7 @@ TEST(FiRdm, PeekLeavesTheMessageForAReceive) {
     m.tag = 3;
     m.context = &peek_ctx;
     fi_cq_tagged_entry e{};
-    ssize_t rc = -FI_EAVAIL;
-    for (int tries = 0; tries < 1000 && rc == -FI_EAVAIL; ++tries) {
-      ASSERT_EQ(fi_trecvmsg(p.side[0].ep, &m, FI_PEEK | FI_COMPLETION), 0);
-      rc = ReadOne(p.side[0].rx, &e, p.side[0].tx);
-      if (rc == -FI_EAVAIL) {
-        fi_cq_err_entry err{};
-        ASSERT_EQ(fi_cq_readerr(p.side[0].rx, &err, 0), 1);
-        ASSERT_EQ(err.err, FI_ENOMSG);
-      }
-    }
-    ASSERT_EQ(rc, 1);
+    ASSERT_NO_FATAL_FAILURE(PeekUntilFound(p.side[0], m, &e));
     EXPECT_EQ(e.op_context, &peek_ctx);
     EXPECT_EQ(e.len, len);
     EXPECT_EQ(e.data, 5u);
@@ -437,17 +439,7 @@ TEST(FiRdm, OpenMpiProbeThenReceive) {
   m.ignore = 0x17fffffffULL;
   m.context = &peek_ctx;
   fi_cq_tagged_entry e{};
-  ssize_t rc = -FI_EAVAIL;
-  for (int tries = 0; tries < 1000 && rc == -FI_EAVAIL; ++tries) {
-    ASSERT_EQ(fi_trecvmsg(p.side[0].ep, &m, FI_PEEK | FI_COMPLETION), 0);
-    rc = ReadOne(p.side[0].rx, &e, p.side[0].tx);
-    if (rc == -FI_EAVAIL) {
-      fi_cq_err_entry err{};
-      ASSERT_EQ(fi_cq_readerr(p.side[0].rx, &err, 0), 1);
-      ASSERT_EQ(err.err, FI_ENOMSG);
-    }
-  }
-  ASSERT_EQ(rc, 1);
+  ASSERT_NO_FATAL_FAILURE(PeekUntilFound(p.side[0], m, &e));
   EXPECT_EQ(e.op_context, &peek_ctx);
   ASSERT_EQ(fi_trecv(p.side[0].ep, in, 0, nullptr, FI_ADDR_UNSPEC, 0,
                      0x100000000ULL, &rctx),

@@ -35,6 +35,13 @@ inline void UseBuiltProvider() {
   setenv("FI_PROVIDER_PATH", dir.c_str(), 1);
 }
 
+// Registered by each suite (AddGlobalTestEnvironment) so the provider path
+// is set before any test's first fi_* call.
+class FiEnvironment : public ::testing::Environment {
+ public:
+  void SetUp() override { UseBuiltProvider(); }
+};
+
 // Hints for softfab's simulator with the given endpoint type and caps; the
 // caller adds to them and frees them with fi_freeinfo.
 inline fi_info* SimHints(fi_ep_type type, uint64_t caps) {
