@@ -11,6 +11,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export SOFTFAB_VERBS_DEVICE=${SOFTFAB_VERBS_DEVICE:-${SOFTFAB_RXE_DEVICE:-}}
 bin=${SOFTFAB_BIN:-bazel-bin}
+# softfab's libfabric suites (tests/libfabric) name the device as their fabric and load the
+# provider from the build.
+export SOFTFAB_FI_FABRIC=${SOFTFAB_FI_FABRIC:-$SOFTFAB_VERBS_DEVICE}
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$bin/api/libfabric}
 
 # name:binary:gtest filter (the per-backend suites run only their verbs instances here; the
 # simulator instances ran on the host).
@@ -29,6 +33,8 @@ suites=(
   "fabtests_functional_test:tests/fabtests/functional/functional_test:*/verbs"
   "cq_strerror_test:tests/cq_strerror_test:*/verbs"
   "buffer_shape_test:tests/buffer_shape_test:*/verbs"
+  "fi_rdm_test:tests/libfabric/fi_rdm_test:*"
+  "fi_msg_dgram_test:tests/libfabric/fi_msg_dgram_test:*"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done

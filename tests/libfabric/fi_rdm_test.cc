@@ -16,10 +16,10 @@ namespace {
 
 const auto* const env = ::testing::AddGlobalTestEnvironment(new FiEnvironment);
 
-TEST(FiGetInfo, ListsEveryEndpointTypeOnTheSimulator) {
+TEST(FiGetInfo, ListsEveryEndpointTypeOfTheFabric) {
   fi_info* hints = fi_allocinfo();
   hints->fabric_attr->prov_name = strdup("softfab");
-  hints->fabric_attr->name = strdup("sim");
+  hints->fabric_attr->name = strdup(FabricName());
   hints->mode = ~0ULL;
   fi_info* info = nullptr;
   ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &info),
@@ -27,7 +27,7 @@ TEST(FiGetInfo, ListsEveryEndpointTypeOnTheSimulator) {
   int rdm = 0, msg = 0, dgram = 0;
   for (fi_info* i = info; i != nullptr; i = i->next) {
     EXPECT_STREQ(i->fabric_attr->prov_name, "softfab");
-    EXPECT_STREQ(i->fabric_attr->name, "sim");
+    EXPECT_STREQ(i->fabric_attr->name, FabricName());
     rdm += i->ep_attr->type == FI_EP_RDM;
     msg += i->ep_attr->type == FI_EP_MSG;
     dgram += i->ep_attr->type == FI_EP_DGRAM;
@@ -560,10 +560,14 @@ TEST(FiRdm, WaitFdTrywaitAndSread) {
   ASSERT_EQ(
       fi_send(p.side[0].ep, out, sizeof out, nullptr, p.side[0].peer, &sctx),
       0);
-  // Traffic pending: the caller must read before sleeping.
-  EXPECT_EQ(fi_trywait(p.fabric, fids, 1), -FI_EAGAIN);
-  pollfd pfd{fd, POLLIN, 0};
-  EXPECT_EQ(poll(&pfd, 1, 0), 1);
+  if (OnSimulator()) {
+    // Traffic pending in the simulated fabric: the caller must read before
+    // sleeping, and the descriptor says so. (On a device the message may
+    // not have landed yet, so both answers are right there.)
+    EXPECT_EQ(fi_trywait(p.fabric, fids, 1), -FI_EAGAIN);
+    pollfd pfd{fd, POLLIN, 0};
+    EXPECT_EQ(poll(&pfd, 1, 0), 1);
+  }
   ASSERT_EQ(fi_cq_sread(p.side[1].rx, &e, 1, nullptr, 1000), 1);
   EXPECT_EQ(e.op_context, &rctx);
   EXPECT_STREQ(in, "wake");

@@ -42,12 +42,20 @@ class FiEnvironment : public ::testing::Environment {
   void SetUp() override { UseBuiltProvider(); }
 };
 
-// Hints for softfab's simulator with the given endpoint type and caps; the
-// caller adds to them and frees them with fi_freeinfo.
+// The fabric the suites run on: the simulator, or the verbs device named by
+// SOFTFAB_FI_FABRIC (tools/verbs-tests.sh sets it in the rxe VM).
+inline const char* FabricName() {
+  const char* name = getenv("SOFTFAB_FI_FABRIC");
+  return name != nullptr && *name != '\0' ? name : "sim";
+}
+inline bool OnSimulator() { return strcmp(FabricName(), "sim") == 0; }
+
+// Hints for softfab on FabricName() with the given endpoint type and caps;
+// the caller adds to them and frees them with fi_freeinfo.
 inline fi_info* SimHints(fi_ep_type type, uint64_t caps) {
   fi_info* h = fi_allocinfo();
   h->fabric_attr->prov_name = strdup("softfab");
-  h->fabric_attr->name = strdup("sim");
+  h->fabric_attr->name = strdup(FabricName());
   h->ep_attr->type = type;
   h->caps = caps;
   h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_MSG_PREFIX;
