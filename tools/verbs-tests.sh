@@ -82,6 +82,16 @@ pingpong pingpong_rdm_tagged --ep rdm --tagged
 pingpong pingpong_msg_untagged --ep msg
 pingpong pingpong_msg_tagged --ep msg --tagged
 
+# The provider as libfabric loads it on the device: fi_info lists RDM, MSG and DGRAM on
+# the device's fabric (and the simulator's), ldd -r is clean, the parameters are listed.
+if bash tests/libfabric/provider_load_test.sh "$bin/api/libfabric/libsoftfab-fi.so" \
+  "$SOFTFAB_VERBS_DEVICE" >"$out/fi_info_provider.log" 2>&1; then
+  printf 'pass\t%s\n' fi_info_provider >>"$out/checks.txt"
+else
+  grep FAIL "$out/fi_info_provider.log"
+  printf 'fail\t%s\n' fi_info_provider >>"$out/checks.txt"
+fi
+
 # Unmodified Debian fi_pingpong (libfabric-bin), two processes, on softfab's libfabric
 # provider (libsoftfab-fi.so, found through FI_PROVIDER_PATH) on the device: every size
 # (-S all), every byte checked (-c), names and sizes exchanged over TCP on 127.0.0.1.

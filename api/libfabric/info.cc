@@ -146,8 +146,19 @@ bool Fits(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
   if (hints == nullptr) return true;
   const uint64_t caps = CapsOf(type);
   if ((hints->caps & ~caps) != 0) return false;
-  // DGRAM needs FI_MSG_PREFIX room in every buffer: the hints must offer it.
-  if (type == FI_EP_DGRAM && !(hints->mode & FI_MSG_PREFIX)) return false;
+  // DGRAM needs FI_MSG_PREFIX room in every buffer: the hints must offer it
+  // (in the info's mode or in both the transmit and receive modes), and has
+  // no remote CQ data.
+  if (type == FI_EP_DGRAM) {
+    const bool prefix =
+        (hints->mode & FI_MSG_PREFIX) ||
+        (hints->tx_attr && hints->rx_attr &&
+         (hints->tx_attr->mode & hints->rx_attr->mode & FI_MSG_PREFIX));
+    if (!prefix) return false;
+    if (hints->domain_attr && hints->domain_attr->cq_data_size > 0) {
+      return false;
+    }
+  }
   if (hints->addr_format != FI_FORMAT_UNSPEC) return false;
   if (hints->dest_addr != nullptr && hints->dest_addrlen != SF_NAME_BYTES) {
     return false;

@@ -6,7 +6,8 @@
 # and each verbs device when there is one), and `fi_info -e` lists the
 # provider's parameters. Fails (never skips) when fi_info is missing.
 set -uo pipefail
-so=${1:?usage: $0 <path of libsoftfab-fi.so>}
+so=${1:?usage: $0 <path of libsoftfab-fi.so> [verbs device that must be listed]}
+device=${2:-}
 failures=0
 check() {  # check <description> <command...>
   local what=$1
@@ -40,6 +41,9 @@ done
 
 # Each verbs device (ibv_devices) is a fabric of its own with the three types.
 all=$(fi_info -p softfab 2>&1)
+if [ -n "$device" ]; then
+  check "fi_info -p softfab lists fabric $device" grep -q "fabric: $device$" <<<"$all"
+fi
 for dev in $(printf '%s\n' "$all" | awk '/provider: softfab$/ {p = 1; next} /provider:/ {p = 0} p && /fabric:/ {print $2}' | sort -u); do
   for type in FI_EP_RDM FI_EP_MSG FI_EP_DGRAM; do
     n=$(printf '%s\n' "$all" | awk -v t="$type" -v d="$dev" '
