@@ -35,6 +35,14 @@ suites=(
   "buffer_shape_test:tests/buffer_shape_test:*/verbs"
   "fi_rdm_test:tests/libfabric/fi_rdm_test:*"
   "fi_msg_dgram_test:tests/libfabric/fi_msg_dgram_test:*"
+  # The sf_* suites once more through libfabric (tests/libfabric/sf_over_fi), less the
+  # cases that cannot be phrased through it (listed in its BUILD and the README).
+  "conformance_recv_test_over_fi:tests/libfabric/sf_over_fi/conformance_recv_test_over_fi:*/verbs"
+  "conformance_send_test_over_fi:tests/libfabric/sf_over_fi/conformance_send_test_over_fi:*/verbs"
+  "conformance_more_test_over_fi:tests/libfabric/sf_over_fi/conformance_more_test_over_fi:*/verbs-*SharedReceiveContext*:*Buffered*:*VariableMessages*"
+  "buffer_shape_test_over_fi:tests/libfabric/sf_over_fi/buffer_shape_test_over_fi:*/verbs"
+  "fabtests_unit_test_over_fi:tests/libfabric/sf_over_fi/fabtests_unit_test_over_fi:*/verbs-*SharedCtx.*:*SreadTimeoutAndPending*"
+  "fabtests_functional_test_over_fi:tests/libfabric/sf_over_fi/fabtests_functional_test_over_fi:*/verbs-*SigintStillKillsAfterSetup*"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done

@@ -6,7 +6,9 @@
 #include <rdma/fi_errno.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "api/libfabric/internal/provider_objects.h"
 #include "api/softfab/fabric.h"
@@ -242,20 +244,38 @@ fi_ops_domain domain_ops = {
 
 }  // namespace
 
+int NodeFor(Fabric* fab, const fi_info* info, int* node) {
+  // A domain opened from a connection request lives on the listener's node.
+  if (info->handle != nullptr && info->handle->fclass == FI_CLASS_CONNREQ) {
+    *node = reinterpret_cast<const ConnReq*>(info->handle)->node;
+    return 0;
+  }
+  const char* name = info->domain_attr ? info->domain_attr->name : nullptr;
+  const std::string own = fab->choice.sim ? kSimName : fab->choice.device;
+  if (name == nullptr || own == name) {
+    *node = fab->next_node++ % fab->nodes;
+    return 0;
+  }
+  // "sim:N" names node N of the simulator.
+  const std::string prefix = own + ":";
+  if (!fab->choice.sim || strncmp(name, prefix.c_str(), prefix.size()) != 0) {
+    return -FI_EINVAL;
+  }
+  char* end = nullptr;
+  const long n = strtol(name + prefix.size(), &end, 10);
+  if (end == name + prefix.size() || *end != '\0' || n < 0 || n >= fab->nodes) {
+    return -FI_EINVAL;
+  }
+  *node = static_cast<int>(n);
+  return 0;
+}
+
 int OpenDomain(fid_fabric* ff, fi_info* info, fid_domain** out, void* context) {
   if (ff == nullptr || info == nullptr || out == nullptr) return -FI_EINVAL;
   auto* fab = reinterpret_cast<Fabric*>(ff);
-  const char* name = fab->choice.sim ? kSimName : fab->choice.device.c_str();
-  if (info->domain_attr && info->domain_attr->name &&
-      strcmp(info->domain_attr->name, name) != 0) {
-    return -FI_EINVAL;
-  }
-  int node;
-  if (info->handle != nullptr && info->handle->fclass == FI_CLASS_CONNREQ) {
-    node = reinterpret_cast<ConnReq*>(info->handle)->node;
-  } else {
-    node = fab->next_node++ % fab->nodes;
-  }
+  int node = 0;
+  const int rc0 = NodeFor(fab, info, &node);
+  if (rc0 != 0) return rc0;
   auto* d = new Domain;
   const int rc = sf_domain_open(fab->sf, node, &d->sf, d);
   if (rc != 0) {

@@ -181,7 +181,7 @@ int Reject(fid_pep* pf, fid_t handle, const void* param, size_t len) {
   if (cr->sf == nullptr) return -FI_EINVAL;  // already rejected
   const int rc = sf_reject(reinterpret_cast<Pep*>(pf)->sf, cr->sf, param, len);
   if (rc == 0) {
-    sf_freeinfo(cr->sf);
+    if (cr->owned) sf_freeinfo(cr->sf);
     cr->sf = nullptr;
   }
   return rc;
@@ -246,6 +246,11 @@ int OpenEndpoint(fid_domain* df, fi_info* info, fid_ep** out, void* context) {
   a.type = TypeOf(info);
   a.caps = info->caps & (FI_MSG | FI_TAGGED | FI_SEND | FI_RECV);
   if (a.type == SF_EP_RDM) a.caps |= info->caps & FI_DIRECTED_RECV;
+  // Buffered receives (fi_msg(3)), when the fi_info asks for them.
+  if (a.type != SF_EP_DGRAM) {
+    a.caps |= info->caps & FI_VARIABLE_MSG;
+    a.mode = info->mode & FI_BUFFERED_RECV;
+  }
   if (info->tx_attr) {
     a.op_flags =
         info->tx_attr->op_flags & (FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
@@ -285,9 +290,12 @@ int OpenPassiveEp(fid_fabric* ff, fi_info* info, fid_pep** out, void* context) {
   if (ff == nullptr || info == nullptr || out == nullptr) return -FI_EINVAL;
   if (info->ep_attr && info->ep_attr->type != FI_EP_MSG) return -FI_EINVAL;
   auto* fab = reinterpret_cast<Fabric*>(ff);
+  int node = 0;
+  int rc = NodeFor(fab, info, &node);
+  if (rc != 0) return rc;
   auto* pep = new Pep;
-  pep->node = fab->next_node++ % fab->nodes;
-  int rc = sf_domain_open(fab->sf, pep->node, &pep->domain, nullptr);
+  pep->node = node;
+  rc = sf_domain_open(fab->sf, pep->node, &pep->domain, nullptr);
   if (rc == 0) {
     rc = sf_passive_ep(pep->domain, &pep->sf, pep);
     if (rc != 0) sf_close(&pep->domain->fid);

@@ -31,7 +31,9 @@ fid* AppFid(sf_fid* f) {
 }
 
 // Turns what sf_eq_read wrote into `buf` into libfabric's entry.
-ssize_t Translate(Eq* eq, uint32_t event, void* buf, ssize_t rc) {
+// `peek`: the request stays the sf_eq's (sf_eq_read with SF_PEEK), which
+// releases it when it closes.
+ssize_t Translate(Eq* eq, uint32_t event, void* buf, ssize_t rc, bool peek) {
   if (rc < static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) return rc;
   auto* entry = static_cast<fi_eq_cm_entry*>(buf);
   auto* sf_entry = static_cast<sf_eq_cm_entry*>(buf);
@@ -50,6 +52,7 @@ ssize_t Translate(Eq* eq, uint32_t event, void* buf, ssize_t rc) {
   auto cr = std::make_unique<ConnReq>();
   InitFid(&cr->fid, FI_CLASS_CONNREQ, nullptr, nullptr);
   cr->sf = request;
+  cr->owned = !peek;
   cr->node = pep->node;
   info->handle = &cr->fid;
   eq->fabric->connreqs.push_back(std::move(cr));
@@ -64,7 +67,7 @@ ssize_t Read(fid_eq* f, uint32_t* event, void* buf, size_t len,
   uint32_t ev = 0;
   ssize_t rc = sf_eq_read(Of(f)->sf, &ev, buf, len, flags);
   if (rc >= 0 && event) *event = ev;
-  return Translate(Of(f), ev, buf, rc);
+  return Translate(Of(f), ev, buf, rc, flags & FI_PEEK);
 }
 
 ssize_t SRead(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout,
@@ -74,7 +77,7 @@ ssize_t SRead(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout,
   // fi_eq(3): time running out is -FI_EAGAIN (sf_*: -SF_ETIMEDOUT).
   if (rc == -FI_ETIMEDOUT) return -FI_EAGAIN;
   if (rc >= 0 && event) *event = ev;
-  return Translate(Of(f), ev, buf, rc);
+  return Translate(Of(f), ev, buf, rc, flags & FI_PEEK);
 }
 
 ssize_t ReadErr(fid_eq* f, fi_eq_err_entry* buf, uint64_t flags) {

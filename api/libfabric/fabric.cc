@@ -16,7 +16,7 @@ int CloseFabric(fid* f) {
   auto* fab = reinterpret_cast<Fabric*>(f);
   if (fab->children != 0) return -FI_EBUSY;
   for (auto& cr : fab->connreqs) {
-    if (cr->sf != nullptr) sf_freeinfo(cr->sf);
+    if (cr->sf != nullptr && cr->owned) sf_freeinfo(cr->sf);
   }
   int rc = sf_close(&fab->sf->fid);
   if (rc != 0) return rc;

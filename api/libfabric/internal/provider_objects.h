@@ -99,7 +99,8 @@ struct Eq {
 // an FI_CONNREQ event, for fi_endpoint (which accepts it) or fi_reject.
 struct ConnReq {
   struct fid fid;
-  sf_info* sf = nullptr;  // released once accepted or rejected
+  sf_info* sf = nullptr;  // released once rejected, or with the fabric
+  bool owned = true;      // false: a peeked request, the sf_eq's to release
   int node = 0;           // the listener's node: the accepting domain's
 };
 
@@ -148,6 +149,10 @@ int OpenFabric(fi_fabric_attr* attr, fid_fabric** fabric, void* context);
 // api/libfabric/domain.cc
 int OpenDomain(fid_fabric* fabric, fi_info* info, fid_domain** domain,
                void* context);
+// The node a domain or passive endpoint opened with `info` takes: a
+// connection request's listener's; "sim:N" (domain name) node N; else the
+// fabric's next one. -FI_EINVAL for a name of another fabric or node.
+int NodeFor(Fabric* fabric, const fi_info* info, int* node);
 int OpenEq(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** eq, void* context);
 
 // api/libfabric/completion.cc
