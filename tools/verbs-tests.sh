@@ -39,9 +39,9 @@ suites=(
   # cases that cannot be phrased through it (listed in its BUILD and the README).
   "conformance_recv_test_over_fi:tests/libfabric/sf_over_fi/conformance_recv_test_over_fi:*/verbs"
   "conformance_send_test_over_fi:tests/libfabric/sf_over_fi/conformance_send_test_over_fi:*/verbs"
-  "conformance_more_test_over_fi:tests/libfabric/sf_over_fi/conformance_more_test_over_fi:*/verbs-*SharedReceiveContext*:*Buffered*:*VariableMessages*"
+  "conformance_more_test_over_fi:tests/libfabric/sf_over_fi/conformance_more_test_over_fi:*/verbs-*SharedReceiveContextServesHundredEndpoints*:*BufferedUntaggedReportsClaimsAndDiscards*:*VariableMessagesAreBufferedAndClaimed*"
   "buffer_shape_test_over_fi:tests/libfabric/sf_over_fi/buffer_shape_test_over_fi:*/verbs"
-  "fabtests_unit_test_over_fi:tests/libfabric/sf_over_fi/fabtests_unit_test_over_fi:*/verbs-*SharedCtx.*:*SreadTimeoutAndPending*"
+  "fabtests_unit_test_over_fi:tests/libfabric/sf_over_fi/fabtests_unit_test_over_fi:*/verbs-*SharedCtx.RdmSharedRx/*:*SharedCtx.MsgSharedRx/*:*SreadTimeoutAndPending*"
   "fabtests_functional_test_over_fi:tests/libfabric/sf_over_fi/fabtests_functional_test_over_fi:*/verbs-*SigintStillKillsAfterSetup*"
 )
 if [ "${1:-}" = --list ]; then
