@@ -23,14 +23,21 @@ sf_fid* SfFid(fid* f) {
   return f == nullptr ? nullptr : static_cast<sf_fid*>(f->context);
 }
 
-ssize_t Translate(uint32_t event, void* buf, ssize_t rc) {
+ssize_t Translate(Eq* eq, uint32_t event, void* buf, ssize_t rc,
+                  uint64_t flags) {
   if (rc < static_cast<ssize_t>(sizeof(fi_eq_cm_entry))) return rc;
   auto* entry = static_cast<fi_eq_cm_entry*>(buf);
   fi_info* info = entry->info;
   auto* out = static_cast<sf_eq_cm_entry*>(buf);
   out->fid = SfFid(entry->fid);
   out->info = nullptr;
-  if (event == FI_CONNREQ && info != nullptr) out->info = new sf_info{info};
+  if (event == FI_CONNREQ && info != nullptr) {
+    out->info = new sf_info{info};
+    if (flags & FI_PEEK) {
+      out->info->owner = eq;
+      eq->peeked.push_back(out->info);
+    }
+  }
   return rc;
 }
 
@@ -72,14 +79,14 @@ ssize_t sf_eq_read(sf_eq* pub, uint32_t* event, void* buf, size_t len,
   Eq* eq = As<Eq>(pub, SF_CLASS_EQ);
   if (eq == nullptr || event == nullptr) return Fail(FI_EINVAL, "arguments");
   const ssize_t rc = fi_eq_read(eq->fi, event, buf, len, flags);
-  return Translate(*event, buf, rc);
+  return Translate(eq, *event, buf, rc, flags);
 }
 ssize_t sf_eq_sread(sf_eq* pub, uint32_t* event, void* buf, size_t len,
                     int timeout_ms, uint64_t flags) {
   Eq* eq = As<Eq>(pub, SF_CLASS_EQ);
   if (eq == nullptr || event == nullptr) return Fail(FI_EINVAL, "arguments");
   const ssize_t rc = fi_eq_sread(eq->fi, event, buf, len, timeout_ms, flags);
-  return Translate(*event, buf, TimedOut(rc));
+  return Translate(eq, *event, buf, TimedOut(rc), flags);
 }
 ssize_t sf_eq_readerr(sf_eq* pub, sf_eq_err_entry* buf, uint64_t flags) {
   Eq* eq = As<Eq>(pub, SF_CLASS_EQ);

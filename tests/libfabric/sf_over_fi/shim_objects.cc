@@ -8,6 +8,7 @@
 // fi_getinfo would have refused the request.
 #include "tests/libfabric/sf_over_fi/internal/shim_objects.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -437,11 +438,19 @@ int sf_close(sf_fid* f) {
       if (fi == nullptr) return Fail(FI_EINVAL, "not open");
       rc = fi_close(fi);
       if (rc != 0) break;
+      const uint32_t fclass = f->fclass;
       f->magic = 0;
-      if (f->fclass == SF_CLASS_CQ) delete reinterpret_cast<Cq*>(f);
-      if (f->fclass == SF_CLASS_AV) delete reinterpret_cast<Av*>(f);
-      if (f->fclass == SF_CLASS_EQ) delete reinterpret_cast<Eq*>(f);
-      if (f->fclass == SF_CLASS_PEP) delete reinterpret_cast<Pep*>(f);
+      if (fclass == SF_CLASS_CQ) delete reinterpret_cast<Cq*>(f);
+      if (fclass == SF_CLASS_AV) delete reinterpret_cast<Av*>(f);
+      if (fclass == SF_CLASS_EQ) {
+        auto* eq = reinterpret_cast<Eq*>(f);
+        for (sf_info* info : eq->peeked) {
+          fi_freeinfo(info->fi);
+          delete info;
+        }
+        delete eq;
+      }
+      if (fclass == SF_CLASS_PEP) delete reinterpret_cast<Pep*>(f);
     }
   }
   return rc == 0 ? 0 : Fail(rc, "fi_close");
@@ -503,6 +512,10 @@ int sf_shutdown(sf_ep* pub, uint64_t flags) {
 
 void sf_freeinfo(sf_info* info) {
   if (info == nullptr) return;
+  if (info->owner != nullptr) {
+    auto& peeked = info->owner->peeked;
+    peeked.erase(std::find(peeked.begin(), peeked.end(), info));
+  }
   fi_freeinfo(info->fi);
   delete info;
 }

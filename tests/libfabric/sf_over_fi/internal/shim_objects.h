@@ -17,12 +17,20 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "api/softfab/fabric.h"
 
-// The shim's sf_info: a connection request's fi_info.
+namespace softfab::sf_over_fi {
+struct Eq;
+}
+
+// The shim's sf_info: a connection request's fi_info. One returned by a read
+// with SF_PEEK belongs to its event queue (`owner`) until sf_freeinfo or the
+// queue's close.
 struct sf_info {
   fi_info* fi = nullptr;
+  softfab::sf_over_fi::Eq* owner = nullptr;
 };
 
 namespace softfab::sf_over_fi {
@@ -58,6 +66,7 @@ struct Mr : sf_mr {
 };
 struct Eq : sf_eq {
   fid_eq* fi = nullptr;
+  std::vector<sf_info*> peeked;  // requests it owns (SF_PEEK reads)
 };
 struct Pep : sf_pep {
   fid_pep* fi = nullptr;
