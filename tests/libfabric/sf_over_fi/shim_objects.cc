@@ -89,8 +89,8 @@ const char* sf_last_error(void) { return last_error.c_str(); }
 
 int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   if (attr == nullptr || out == nullptr) return Fail(FI_EINVAL, "arguments");
-  const bool sim = attr->backend == SF_BACKEND_SIM;
-  if (!sim && attr->backend != SF_BACKEND_VERBS) {
+  const bool sim = Raw(attr->backend) == SF_BACKEND_SIM;
+  if (!sim && Raw(attr->backend) != SF_BACKEND_VERBS) {
     return Fail(FI_EINVAL, "backend");
   }
   const char* name = "sim";
@@ -236,8 +236,8 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
   if (attr != nullptr) {
     if (attr->flags != 0) return Fail(FI_EINVAL, "flags");
     a.size = attr->size;
-    a.format = static_cast<fi_cq_format>(attr->format);
-    a.wait_obj = static_cast<fi_wait_obj>(attr->wait_obj);
+    a.format = static_cast<fi_cq_format>(Raw(attr->format));
+    a.wait_obj = static_cast<fi_wait_obj>(Raw(attr->wait_obj));
   }
   auto* cq = New<Cq>(SF_CLASS_CQ, context);
   int rc = fi_cq_open(d->fi, &a, &cq->fi, cq);
@@ -274,7 +274,7 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   if (d == nullptr || attr == nullptr || out == nullptr) {
     return Fail(FI_EINVAL, "arguments");
   }
-  const int type = attr->type;
+  const int type = Raw(attr->type);
   if (type != SF_EP_MSG && type != SF_EP_RDM && type != SF_EP_DGRAM) {
     return Fail(FI_EINVAL, "endpoint type");
   }

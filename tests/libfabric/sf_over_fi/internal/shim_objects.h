@@ -16,6 +16,7 @@
 #include <rdma/fi_tagged.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,16 @@ struct Ep : sf_ep {
   sf_ep_attr attr{};
   fi_info* info = nullptr;
 };
+
+// An enum field as the caller stored it: tests pass values outside the enum
+// on purpose, and loading those as the enum type is undefined.
+template <typename E>
+int Raw(const E& e) {
+  static_assert(sizeof(E) == sizeof(int));
+  int v;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
 
 // The object behind a public pointer when it is open and of that class.
 template <typename T, typename Pub>
