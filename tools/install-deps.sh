@@ -16,12 +16,14 @@ build_packages=(
   tshark                             # decodes the simulator's captures (tests/pcap)
   slurm-wlm munge                    # the one-node cluster of the Slurm test (tools/slurm)
   clang-14 libclang-rt-14-dev        # the fuzz targets (libFuzzer, ASan, UBSan)
+  libfabric-dev libfabric-bin pkg-config  # the libfabric provider, fi_info, tools/install.sh
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.
 rxe_vm_packages=(
   qemu-system-x86 busybox-static cpio kmod xz-utils iproute2
   ibverbs-utils ibverbs-providers perftest rdmacm-utils
+  openmpi-bin libopenmpi-dev          # Open MPI over softfab's libfabric provider
 )
 case "${1:-}" in
   "") packages=("${build_packages[@]}") ;;

@@ -45,7 +45,7 @@ bazel_tests plain
 # cases only show as skipped on the host).
 if [ "${SOFTFAB_SKIP_VM:-0}" != 1 ] && [ "$targets" = "//..." ]; then
   echo "== verbs suites on rxe in a qemu VM (tools/rxe-vm/run.sh)"
-  bazel build //examples:softfab_pingpong 2>&1 | tail -n 1
+  bazel build //examples:softfab_pingpong //api/libfabric:libsoftfab-fi.so 2>&1 | tail -n 1
   vm_out=$(mktemp -d)
   vm_start=$(date +%s)
   # The plain build's outputs by their real path (the bazel-bin link follows the last
@@ -123,6 +123,20 @@ if [ "$targets" = "//..." ]; then
   else
     python3 tools/count_tests.py record "$results/determinism" "study_check_determinism_1000_seeds" fail
   fi
+fi
+
+# Installing for programs built outside Bazel: tools/install.sh into a scratch prefix, then a
+# C program built with `cc prog.c $(pkg-config --cflags --libs softfab)` runs on the
+# simulator and fi_info lists the installed provider (tools/install.sh --check).
+if [ "$targets" = "//..." ]; then
+  echo "== tools/install.sh --check into a scratch prefix"
+  install_prefix=$(mktemp -d)
+  if bash tools/install.sh --prefix "$install_prefix" --check 2>&1 | tail -n 3; then
+    python3 tools/count_tests.py record "$results/install" "install_pkg_config_c_program" pass
+  else
+    python3 tools/count_tests.py record "$results/install" "install_pkg_config_c_program" fail
+  fi
+  rm -rf "$install_prefix"
 fi
 
 # A study sharded as a Slurm array job on a one-node cluster on this machine must equal

@@ -11,6 +11,10 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 export SOFTFAB_VERBS_DEVICE=${SOFTFAB_VERBS_DEVICE:-${SOFTFAB_RXE_DEVICE:-}}
 bin=${SOFTFAB_BIN:-bazel-bin}
+# softfab's libfabric suites (tests/libfabric) name the device as their fabric and load the
+# provider from the build.
+export SOFTFAB_FI_FABRIC=${SOFTFAB_FI_FABRIC:-$SOFTFAB_VERBS_DEVICE}
+export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$bin/api/libfabric}
 
 # name:binary:gtest filter (the per-backend suites run only their verbs instances here; the
 # simulator instances ran on the host).
@@ -30,6 +34,16 @@ suites=(
   "fabtests_functional_test:tests/fabtests/functional/functional_test:*/verbs"
   "cq_strerror_test:tests/cq_strerror_test:*/verbs"
   "buffer_shape_test:tests/buffer_shape_test:*/verbs"
+  "fi_rdm_test:tests/libfabric/fi_rdm_test:*"
+  "fi_msg_dgram_test:tests/libfabric/fi_msg_dgram_test:*"
+  # The sf_* suites once more through libfabric (tests/libfabric/sf_over_fi), less the
+  # cases that cannot be phrased through it (listed in its BUILD and the README).
+  "conformance_recv_test_over_fi:tests/libfabric/sf_over_fi/conformance_recv_test_over_fi:*/verbs"
+  "conformance_send_test_over_fi:tests/libfabric/sf_over_fi/conformance_send_test_over_fi:*/verbs"
+  "conformance_more_test_over_fi:tests/libfabric/sf_over_fi/conformance_more_test_over_fi:*/verbs-*SharedReceiveContextServesHundredEndpoints*:*BufferedUntaggedReportsClaimsAndDiscards*:*VariableMessagesAreBufferedAndClaimed*"
+  "buffer_shape_test_over_fi:tests/libfabric/sf_over_fi/buffer_shape_test_over_fi:*/verbs"
+  "fabtests_unit_test_over_fi:tests/libfabric/sf_over_fi/fabtests_unit_test_over_fi:*/verbs-*SharedCtx.RdmSharedRx/*:*SharedCtx.MsgSharedRx/*:*SreadTimeoutAndPending*"
+  "fabtests_functional_test_over_fi:tests/libfabric/sf_over_fi/fabtests_functional_test_over_fi:*/verbs-*SigintStillKillsAfterSetup*"
 )
 if [ "${1:-}" = --list ]; then
   for entry in "${suites[@]}"; do echo "${entry%%:*}.xml"; done
@@ -76,6 +90,79 @@ pingpong pingpong_rdm_untagged --ep rdm
 pingpong pingpong_rdm_tagged --ep rdm --tagged
 pingpong pingpong_msg_untagged --ep msg
 pingpong pingpong_msg_tagged --ep msg --tagged
+
+# The provider as libfabric loads it on the device: fi_info lists RDM, MSG and DGRAM on
+# the device's fabric (and the simulator's), ldd -r is clean, the parameters are listed.
+if bash tests/libfabric/provider_load_test.sh "$bin/api/libfabric/libsoftfab-fi.so" \
+  "$SOFTFAB_VERBS_DEVICE" >"$out/fi_info_provider.log" 2>&1; then
+  printf 'pass\t%s\n' fi_info_provider >>"$out/checks.txt"
+else
+  grep FAIL "$out/fi_info_provider.log"
+  printf 'fail\t%s\n' fi_info_provider >>"$out/checks.txt"
+fi
+
+# Unmodified Debian fi_pingpong (libfabric-bin), two processes, on softfab's libfabric
+# provider (libsoftfab-fi.so, found through FI_PROVIDER_PATH) on the device: every size
+# (-S all), every byte checked (-c), names and sizes exchanged over TCP on 127.0.0.1.
+fi_pingpong_check() {
+  local name=$1; shift
+  local port=$((47700 + RANDOM % 1000))
+  local args=(-p softfab -d "$SOFTFAB_VERBS_DEVICE" -I 10 -S all -c "$@")
+  if ! command -v fi_pingpong >/dev/null; then
+    echo "   $name: fi_pingpong is not installed (libfabric-bin)"
+    printf 'fail\t%s\n' "$name" >>"$out/checks.txt"
+    return
+  fi
+  FI_PROVIDER_PATH="$bin/api/libfabric" timeout 300 fi_pingpong "${args[@]}" -B "$port" \
+    >"$out/$name.server.log" 2>&1 &
+  local server=$!
+  sleep 1
+  FI_PROVIDER_PATH="$bin/api/libfabric" timeout 300 fi_pingpong "${args[@]}" -P "$port" \
+    127.0.0.1 >"$out/$name.client.log" 2>&1
+  local client_rc=$?
+  wait "$server"
+  local server_rc=$?
+  tail -n 2 "$out/$name.client.log"
+  # A run that ended early prints fewer size lines: both must reach the largest size.
+  if [ "$client_rc" -eq 0 ] && [ "$server_rc" -eq 0 ] &&
+    [ "$(grep -c '=10 ' "$out/$name.client.log")" -ge 10 ]; then
+    printf 'pass\t%s\n' "$name" >>"$out/checks.txt"
+  else
+    echo "   $name: client exit $client_rc, server exit $server_rc"
+    tail -n 5 "$out/$name.server.log"
+    printf 'fail\t%s\n' "$name" >>"$out/checks.txt"
+  fi
+}
+fi_pingpong_check fi_pingpong_rdm -e rdm
+fi_pingpong_check fi_pingpong_rdm_tagged -e rdm -m tagged
+fi_pingpong_check fi_pingpong_msg -e msg
+fi_pingpong_check fi_pingpong_dgram -e dgram
+
+# Unmodified Open MPI (openmpi-bin, libopenmpi-dev) over its mtl ofi on softfab's provider:
+# tests/libfabric/mpi_ring.c built with mpicc, two ranks, messages of 0 B to 4 MiB around a
+# ring received from MPI_ANY_SOURCE after MPI_Iprobe, every byte checked.
+mpi_ring_check() {
+  local name=mpi_ring_ofi_softfab
+  if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+    echo "   $name: Open MPI is not installed (openmpi-bin, libopenmpi-dev)"
+    printf 'fail\t%s\n' "$name" >>"$out/checks.txt"
+    return
+  fi
+  # Open MPI's launcher refuses a host without a name (the VM's is "(none)").
+  [ "$(hostname)" != "(none)" ] || hostname softfab-vm
+  if mpicc -O2 -o "$out/mpi_ring" tests/libfabric/mpi_ring.c >"$out/$name.log" 2>&1 &&
+    FI_PROVIDER_PATH="$bin/api/libfabric" timeout 300 mpirun --allow-run-as-root -n 2 \
+      --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include softfab \
+      -x FI_PROVIDER_PATH "$out/mpi_ring" >>"$out/$name.log" 2>&1 &&
+    grep -q "^mpi_ring: 2 ranks, 0 errors" "$out/$name.log"; then
+    tail -n 2 "$out/$name.log"
+    printf 'pass\t%s\n' "$name" >>"$out/checks.txt"
+  else
+    tail -n 15 "$out/$name.log"
+    printf 'fail\t%s\n' "$name" >>"$out/checks.txt"
+  fi
+}
+mpi_ring_check
 
 # `softfab info` (tools/softfab) lists the device the suites above ran on, its port ACTIVE.
 if "$bin/tools/softfab" info >"$out/softfab_info.log" 2>&1 &&
