@@ -13,8 +13,8 @@
 #include <set>
 #include <vector>
 
-#include "transport/status.h"
 #include "core/wire.h"
+#include "transport/status.h"
 
 namespace softfab::core {
 

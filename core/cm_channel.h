@@ -10,9 +10,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
-#include "core/wire.h"
 
 namespace softfab::core {
 

@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
              MPI_COMM_WORLD, &status);
     for (size_t i = 0; i < len; ++i) {
       if (in[i] != Pattern(prev, round, i)) {
-        fprintf(stderr, "rank %d round %d: byte %zu is %u, expected %u\n",
-                rank, round, i, in[i], Pattern(prev, round, i));
+        fprintf(stderr, "rank %d round %d: byte %zu is %u, expected %u\n", rank,
+                round, i, in[i], Pattern(prev, round, i));
         ++errors;
         break;
       }

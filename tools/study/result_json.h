@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "transport/status.h"
 #include "tools/study/runner.h"
+#include "transport/status.h"
 
 namespace softfab::study {
 

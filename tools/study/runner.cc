@@ -12,8 +12,8 @@
 #include <memory>
 #include <vector>
 
-#include "api/softfab/fabric.h"
 #include "api/sim/sim_api.h"
+#include "api/softfab/fabric.h"
 #include "backends/sim/sim_pcap.h"
 #include "tools/study/flow_payload.h"
 #include "tools/study/msg_wiring.h"
