@@ -191,7 +191,7 @@ class RemoteCq final : public tp::CompletionQueue {
     }
     const uint32_t n = std::min<uint32_t>(
         r.count, static_cast<uint32_t>(tail.size() / sizeof *wc));
-    std::memcpy(wc, tail.data(), n * sizeof *wc);
+    if (n > 0) std::memcpy(wc, tail.data(), n * sizeof *wc);
     return static_cast<int>(n);
   }
   int32_t cqe() const override { return cqe_; }

@@ -94,6 +94,8 @@ class Server final : public FabricServer, public Sessions {
   explicit Server(const ServerOptions& options) : options_(options) {}
   ~Server() override {
     while (!sessions_.empty()) Drop(sessions_.back().get(), nullptr);
+    fabric_.reset();  // before the memory its registrations lie over
+    for (uint8_t* w : retired_windows_) munmap(w, kWindowBytes);
     if (listen_fd_ >= 0) close(listen_fd_);
   }
 
@@ -445,10 +447,12 @@ class Server final : public FabricServer, public Sessions {
     for (const auto& s : sessions_) all.push_back(s.get());
     for (Session* s : all) {
       WriteClock(s);
-      if (s->parked && (s->concerned || !s->dirty.empty() || s->idle)) {
-        Wake(s, s->idle && !s->concerned && s->dirty.empty());
-      }
+      const bool idle = s->idle;
       s->idle = false;
+      // Last use of `s`: a failed write drops (deletes) it.
+      if (s->parked && (s->concerned || !s->dirty.empty() || idle)) {
+        Wake(s, idle && !s->concerned && s->dirty.empty());
+      }
     }
   }
 
@@ -519,7 +523,10 @@ class Server final : public FabricServer, public Sessions {
       nodes_[static_cast<size_t>(s->node)] = nullptr;
       fabric_->HaltNode(s->node);  // its HCA answers no more
     }
-    if (s->window != nullptr) munmap(s->window, kWindowBytes);
+    // The window stays mapped until the daemon ends: the node's objects live
+    // on in the fabric, and an event still under way (this may be one) may
+    // touch their memory.
+    if (s->window != nullptr) retired_windows_.push_back(s->window);
     s->window = nullptr;
     close(s->fd);
     auto it = std::find_if(sessions_.begin(), sessions_.end(),
@@ -534,6 +541,7 @@ class Server final : public FabricServer, public Sessions {
   std::vector<Session*> nodes_;                     // by node
   std::vector<int32_t> ever_connected_;
   std::vector<uint8_t> buf_;
+  std::vector<uint8_t*> retired_windows_;  // of sessions gone, unmapped last
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;
 };
