@@ -56,36 +56,19 @@ Status MrImpl::Destroy() {
 // Copies `len` bytes starting at byte `offset` of the SGE list into `dst`.
 void Gather(const Sge* sges, uint32_t n, uint64_t offset, uint8_t* dst,
             uint64_t len) {
-  for (uint32_t i = 0; i < n && len > 0; ++i) {
-    const uint64_t sl = SgeLength(sges[i]);
-    if (offset >= sl) {
-      offset -= sl;
-      continue;
-    }
-    const uint64_t take = std::min(sl - offset, len);
-    std::memcpy(dst, reinterpret_cast<const uint8_t*>(sges[i].addr + offset),
-                take);
+  ForEachSgePiece(sges, n, offset, len, [&](uint64_t addr, uint64_t take) {
+    std::memcpy(dst, reinterpret_cast<const uint8_t*>(addr), take);
     dst += take;
-    len -= take;
-    offset = 0;
-  }
+  });
 }
 
 // Copies `len` bytes from `src` into the SGE list at byte `offset` of the list.
 void Scatter(const Sge* sges, uint32_t n, uint64_t offset, const uint8_t* src,
              uint64_t len) {
-  for (uint32_t i = 0; i < n && len > 0; ++i) {
-    const uint64_t sl = SgeLength(sges[i]);
-    if (offset >= sl) {
-      offset -= sl;
-      continue;
-    }
-    const uint64_t take = std::min(sl - offset, len);
-    std::memcpy(reinterpret_cast<uint8_t*>(sges[i].addr + offset), src, take);
+  ForEachSgePiece(sges, n, offset, len, [&](uint64_t addr, uint64_t take) {
+    std::memcpy(reinterpret_cast<uint8_t*>(addr), src, take);
     src += take;
-    len -= take;
-    offset = 0;
-  }
+  });
 }
 
 void PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
@@ -108,18 +91,9 @@ void FabricImpl::Written(const Sge* sges, uint32_t n, uint64_t offset,
   SimObserver* o = config_.observer;
   if (o == nullptr) [[likely]]
     return;
-  for (uint32_t i = 0; i < n && len > 0; ++i) {
-    const uint64_t sl = SgeLength(sges[i]);
-    if (offset >= sl) {
-      offset -= sl;
-      continue;
-    }
-    const uint64_t take = std::min(sl - offset, len);
-    o->OnMemoryWritten(reinterpret_cast<const void*>(sges[i].addr + offset),
-                       take);
-    len -= take;
-    offset = 0;
-  }
+  ForEachSgePiece(sges, n, offset, len, [o](uint64_t addr, uint64_t take) {
+    o->OnMemoryWritten(reinterpret_cast<const void*>(addr), take);
+  });
 }
 
 void FabricImpl::HoldDoorbells(bool hold) {

@@ -34,6 +34,15 @@ class SimdClock final : public tp::Clock {
 
 class RemoteDevice;
 
+// Asks the daemon to destroy object `handle` with `op`; the proxy deletes
+// itself only when that succeeded (a refusal, EBUSY say, changes nothing).
+Status DestroyRemote(Connection* c, Op op, uint32_t handle) {
+  Request req;
+  req.handle = handle;
+  Reply r;
+  return c->Call(op, req, nullptr, &r);
+}
+
 template <typename Wr>
 const Wr* Nth(const Wr* wr, uint32_t n) {
   while (n-- > 0 && wr != nullptr) wr = wr->next;
@@ -133,10 +142,7 @@ class RemoteMr final : public tp::MemoryRegion {
   uint32_t rkey() const override { return rkey_; }
   uint32_t access() const override { return access_; }
   Status Destroy() override {
-    Request req;
-    req.handle = handle_;
-    Reply r;
-    if (Status s = c_->Call(Op::kDeregMr, req, nullptr, &r); !s.ok()) return s;
+    if (Status s = DestroyRemote(c_, Op::kDeregMr, handle_); !s.ok()) return s;
     c_->RemoveMr(m_.lkey);
     c_->FreeShadow(m_.shadow, m_.length);
     delete this;
@@ -155,10 +161,7 @@ class RemoteAh final : public tp::AddressHandle {
   RemoteAh(Connection* c, uint32_t handle) : c_(c), handle_(handle) {}
   uint32_t handle() const { return handle_; }
   Status Destroy() override {
-    Request req;
-    req.handle = handle_;
-    Reply r;
-    if (Status s = c_->Call(Op::kDestroyAh, req, nullptr, &r); !s.ok())
+    if (Status s = DestroyRemote(c_, Op::kDestroyAh, handle_); !s.ok())
       return s;
     delete this;
     return Status::Ok();
@@ -197,12 +200,8 @@ class RemoteCq final : public tp::CompletionQueue {
   int32_t cqe() const override { return cqe_; }
   uint32_t handle() const override { return cq_handle_; }
   Status Destroy() override {
-    Request req;
-    req.handle = handle_;
-    Reply r;
-    if (Status s = c_->Call(Op::kDestroyCq, req, nullptr, &r); !s.ok()) {
+    if (Status s = DestroyRemote(c_, Op::kDestroyCq, handle_); !s.ok())
       return s;
-    }
     delete this;
     return Status::Ok();
   }
@@ -286,12 +285,8 @@ class RemoteSrq final : public tp::SharedReceiveQueue {
   }
   uint32_t handle() const override { return srq_handle_; }
   Status Destroy() override {
-    Request req;
-    req.handle = handle_;
-    Reply r;
-    if (Status s = c_->Call(Op::kDestroySrq, req, nullptr, &r); !s.ok()) {
+    if (Status s = DestroyRemote(c_, Op::kDestroySrq, handle_); !s.ok())
       return s;
-    }
     delete this;
     return Status::Ok();
   }
@@ -351,12 +346,8 @@ class RemoteQp final : public tp::QueuePair {
     return PostInChunks(c_, Op::kPostRecv, handle_, wr, bad_wr, nullptr);
   }
   Status Destroy() override {
-    Request req;
-    req.handle = handle_;
-    Reply r;
-    if (Status s = c_->Call(Op::kDestroyQp, req, nullptr, &r); !s.ok()) {
+    if (Status s = DestroyRemote(c_, Op::kDestroyQp, handle_); !s.ok())
       return s;
-    }
     delete this;
     return Status::Ok();
   }
@@ -442,12 +433,8 @@ class RemotePd final : public tp::ProtectionDomain {
     return static_cast<tp::AddressHandle*>(new RemoteAh(c_, r.handle));
   }
   Status Destroy() override {
-    Request req;
-    req.handle = handle_;
-    Reply r;
-    if (Status s = c_->Call(Op::kDeallocPd, req, nullptr, &r); !s.ok()) {
+    if (Status s = DestroyRemote(c_, Op::kDeallocPd, handle_); !s.ok())
       return s;
-    }
     delete this;
     return Status::Ok();
   }
@@ -571,10 +558,7 @@ Status RemoteChannel::GetEvent(tp::CompletionQueue** cq) {
 }
 
 Status RemoteChannel::Destroy() {
-  Request req;
-  req.handle = handle_;
-  Reply r;
-  if (Status s = c_->Call(Op::kDestroyChannel, req, nullptr, &r); !s.ok()) {
+  if (Status s = DestroyRemote(c_, Op::kDestroyChannel, handle_); !s.ok()) {
     return s;
   }
   dev_->ForgetChannel(handle_);

@@ -3,6 +3,7 @@
 #ifndef SOFTFAB_BACKENDS_SIM_INTERNAL_MR_H_
 #define SOFTFAB_BACKENDS_SIM_INTERNAL_MR_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backends/sim/internal/common.h"
@@ -43,6 +44,25 @@ class MrImpl final : public MemoryRegion {
   uint32_t lkey_;
   uint32_t rkey_;
 };
+
+// Calls `fn(addr, bytes)` for each piece of the SGE list's bytes
+// [offset, offset + len), in order (what Gather, Scatter and the observer of
+// written memory walk).
+template <typename Fn>
+void ForEachSgePiece(const Sge* sges, uint32_t n, uint64_t offset, uint64_t len,
+                     Fn&& fn) {
+  for (uint32_t i = 0; i < n && len > 0; ++i) {
+    const uint64_t sl = SgeLength(sges[i]);
+    if (offset >= sl) {
+      offset -= sl;
+      continue;
+    }
+    const uint64_t take = std::min(sl - offset, len);
+    fn(sges[i].addr + offset, take);
+    len -= take;
+    offset = 0;
+  }
+}
 
 // Copies `len` bytes starting at byte `offset` of the SGE list into `dst`.
 void Gather(const Sge* sges, uint32_t n, uint64_t offset, uint8_t* dst,
