@@ -86,11 +86,9 @@ void PlaceBytes(const Sge* sges, uint32_t n, uint64_t offset,
   Scatter(sges, n, offset, src, len);
 }
 
-void FabricImpl::Written(const Sge* sges, uint32_t n, uint64_t offset,
-                         uint64_t len) {
+void FabricImpl::TellWritten(const Sge* sges, uint32_t n, uint64_t offset,
+                             uint64_t len) {
   SimObserver* o = config_.observer;
-  if (o == nullptr) [[likely]]
-    return;
   ForEachSgePiece(sges, n, offset, len, [o](uint64_t addr, uint64_t take) {
     o->OnMemoryWritten(reinterpret_cast<const void*>(addr), take);
   });
