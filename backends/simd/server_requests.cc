@@ -35,6 +35,26 @@ T Lookup(const std::map<uint32_t, T>& m, uint32_t handle) {
 
 uint32_t Adopt(Session* s) { return s->next_handle++; }
 
+// A created object under a new handle of `s` (in r.handle), or the error.
+template <typename T>
+Reply Adopted(Session* s, std::map<uint32_t, T*>& objects, StatusOr<T*> made) {
+  Reply r = FromStatus(made.status());
+  if (made.ok()) objects[r.handle = Adopt(s)] = *made;
+  return r;
+}
+
+// Destroys the object under `handle`; its handle goes only if that worked
+// (a refusal, EBUSY say, leaves everything as it was).
+template <typename T>
+Reply Destroyed(std::map<uint32_t, T*>& objects, uint32_t handle,
+                const char* unknown) {
+  auto it = objects.find(handle);
+  Reply r = FromStatus(it == objects.end() ? InvalidArgument(unknown)
+                                           : it->second->Destroy());
+  if (r.status == 0) objects.erase(it);
+  return r;
+}
+
 // An address of the process inside registration `key` of `s` (by lkey or
 // rkey) as the shadow address the simulator uses. Outside the registration
 // the result stays outside its shadow (unsigned wrap-around), so the
@@ -180,22 +200,12 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       r.gid = g;
       break;
     }
-    case Op::kAllocPd: {
-      auto pd = dev->AllocPd();
-      r = FromStatus(pd.status());
-      if (pd.ok()) s->pds[r.handle = Adopt(s)] = *pd;
+    case Op::kAllocPd:
+      r = Adopted(s, s->pds, dev->AllocPd());
       break;
-    }
-    case Op::kDeallocPd: {
-      tp::ProtectionDomain* pd = Lookup(s->pds, req.handle);
-      if (pd == nullptr) {
-        r = FromStatus(InvalidArgument("no such PD"));
-        break;
-      }
-      r = FromStatus(pd->Destroy());
-      if (r.status == 0) s->pds.erase(req.handle);
+    case Op::kDeallocPd:
+      r = Destroyed(s->pds, req.handle, "no such PD");
       break;
-    }
     case Op::kRegMr: {
       tp::ProtectionDomain* pd = Lookup(s->pds, req.handle);
       // a: the process's address, b: length, c: shadow offset.
@@ -246,12 +256,9 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       r.b = (*cq)->handle();
       break;
     }
-    case Op::kDestroyCq: {
-      tp::CompletionQueue* cq = Lookup(s->cqs, req.handle);
-      r = FromStatus(cq ? cq->Destroy() : InvalidArgument("no such CQ"));
-      if (r.status == 0) s->cqs.erase(req.handle);
+    case Op::kDestroyCq:
+      r = Destroyed(s->cqs, req.handle, "no such CQ");
       break;
-    }
     case Op::kPollCq: {
       tp::CompletionQueue* cq = Lookup(s->cqs, req.handle);
       if (cq == nullptr || req.count > kWcsMax) {
@@ -278,18 +285,12 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       }
       break;
     }
-    case Op::kCreateChannel: {
-      auto ch = dev->CreateCompChannel();
-      r = FromStatus(ch.status());
-      if (ch.ok()) s->channels[r.handle = Adopt(s)] = *ch;
+    case Op::kCreateChannel:
+      r = Adopted(s, s->channels, dev->CreateCompChannel());
       break;
-    }
-    case Op::kDestroyChannel: {
-      tp::CompletionChannel* ch = Lookup(s->channels, req.handle);
-      r = FromStatus(ch ? ch->Destroy() : InvalidArgument("no such channel"));
-      if (r.status == 0) s->channels.erase(req.handle);
+    case Op::kDestroyChannel:
+      r = Destroyed(s->channels, req.handle, "no such channel");
       break;
-    }
     case Op::kGetChannelEvent: {
       tp::CompletionChannel* ch = Lookup(s->channels, req.handle);
       if (ch == nullptr) {
@@ -331,12 +332,9 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       r.srq_attr = a;
       break;
     }
-    case Op::kDestroySrq: {
-      tp::SharedReceiveQueue* srq = Lookup(s->srqs, req.handle);
-      r = FromStatus(srq ? srq->Destroy() : InvalidArgument("no such SRQ"));
-      if (r.status == 0) s->srqs.erase(req.handle);
+    case Op::kDestroySrq:
+      r = Destroyed(s->srqs, req.handle, "no such SRQ");
       break;
-    }
     case Op::kPostSrqRecv:
     case Op::kPostRecv: {
       std::vector<tp::RecvWr> wrs;
@@ -436,17 +434,12 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
         r = FromStatus(InvalidArgument("no such PD"));
         break;
       }
-      auto ah = pd->CreateAh(req.ah_attr);
-      r = FromStatus(ah.status());
-      if (ah.ok()) s->ahs[r.handle = Adopt(s)] = *ah;
+      r = Adopted(s, s->ahs, pd->CreateAh(req.ah_attr));
       break;
     }
-    case Op::kDestroyAh: {
-      tp::AddressHandle* ah = Lookup(s->ahs, req.handle);
-      r = FromStatus(ah ? ah->Destroy() : InvalidArgument("no such AH"));
-      if (r.status == 0) s->ahs.erase(req.handle);
+    case Op::kDestroyAh:
+      r = Destroyed(s->ahs, req.handle, "no such AH");
       break;
-    }
     case Op::kGetAsyncEvent: {
       tp::AsyncEvent e;
       r = FromStatus(dev->GetAsyncEvent(&e));
