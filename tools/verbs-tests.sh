@@ -15,6 +15,11 @@ bin=${SOFTFAB_BIN:-bazel-bin}
 # provider from the build.
 export SOFTFAB_FI_FABRIC=${SOFTFAB_FI_FABRIC:-$SOFTFAB_VERBS_DEVICE}
 export FI_PROVIDER_PATH=${FI_PROVIDER_PATH:-$bin/api/libfabric}
+# An IP address of the device, for addressing by node and service (the VM puts 192.0.2.1 on
+# rxe0's netdev).
+if [[ -z "${SOFTFAB_VERBS_ADDR:-}" && -n "${SOFTFAB_IN_VM:-}" ]]; then
+  export SOFTFAB_VERBS_ADDR=192.0.2.1
+fi
 
 # name:binary:gtest filter (the per-backend suites run only their verbs instances here; the
 # simulator instances ran on the host).
@@ -36,6 +41,7 @@ suites=(
   "buffer_shape_test:tests/buffer_shape_test:*/verbs"
   "fi_rdm_test:tests/libfabric/fi_rdm_test:*"
   "fi_msg_dgram_test:tests/libfabric/fi_msg_dgram_test:*"
+  "fi_node_service_test:tests/libfabric/fi_node_service_test:*"
   # The sf_* suites once more through libfabric (tests/libfabric/sf_over_fi), less the
   # cases that cannot be phrased through it (listed in its BUILD and the README).
   "conformance_recv_test_over_fi:tests/libfabric/sf_over_fi/conformance_recv_test_over_fi:*/verbs"

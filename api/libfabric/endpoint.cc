@@ -2,7 +2,9 @@
 // fi_info), fi_passive_ep (an sf_pep on a node of its own), binding, enable,
 // options and connection management (fi_cm(3)). The data path is in
 // api/libfabric/data_path.cc.
+#include <netinet/in.h>
 #include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
 
 #include <cstring>
 
@@ -66,8 +68,13 @@ int BindEp(fid* f, fid* bfid, uint64_t flags) {
 
 int ControlEp(fid* f, int command, void* arg) {
   (void)arg;
-  if (command == FI_ENABLE) return sf_enable(Of(f)->sf);
-  return -FI_ENOSYS;
+  if (command != FI_ENABLE) return -FI_ENOSYS;
+  Ep* ep = Of(f);
+  int rc = sf_enable(ep->sf);
+  if (rc == 0 && ep->responder == nullptr) {
+    rc = StartAnswering(ep->answer_at.get(), &ep->sf->fid, &ep->responder);
+  }
+  return rc;
 }
 
 ssize_t CancelEp(fid* f, void* context) {
@@ -171,7 +178,14 @@ int GetOptPep(fid* f, int level, int optname, void* optval, size_t* optlen) {
   return sf_getopt(&PepOf(f)->sf->fid, level, optname, optval, optlen);
 }
 
-int Listen(fid_pep* pep) { return sf_listen(reinterpret_cast<Pep*>(pep)->sf); }
+int Listen(fid_pep* pf) {
+  Pep* pep = reinterpret_cast<Pep*>(pf);
+  int rc = sf_listen(pep->sf);
+  if (rc == 0 && pep->responder == nullptr) {
+    rc = StartAnswering(pep->answer_at.get(), &pep->sf->fid, &pep->responder);
+  }
+  return rc;
+}
 
 int Reject(fid_pep* pf, fid_t handle, const void* param, size_t len) {
   if (handle == nullptr || handle->fclass != FI_CLASS_CONNREQ) {
@@ -234,6 +248,32 @@ sf_ep_type TypeOf(const fi_info* info) {
 
 }  // namespace
 
+std::unique_ptr<IpAddress> AnswerAddressOf(const fi_info* info) {
+  if (info->src_addr == nullptr || info->src_addrlen == SF_NAME_BYTES ||
+      info->src_addrlen > sizeof(sockaddr_storage)) {
+    return nullptr;
+  }
+  const auto family = static_cast<const sockaddr*>(info->src_addr)->sa_family;
+  if (family != AF_INET && family != AF_INET6) return nullptr;
+  auto at = std::make_unique<IpAddress>();
+  memcpy(&at->addr, info->src_addr, info->src_addrlen);
+  at->len = static_cast<socklen_t>(info->src_addrlen);
+  return at;
+}
+
+int StartAnswering(const IpAddress* at, sf_fid* f,
+                   std::unique_ptr<NameResponder>* responder) {
+  if (at == nullptr) return 0;
+  Name name{};
+  size_t len = name.size();
+  int rc = sf_getname(f, name.data(), &len);
+  if (rc != 0) return rc;
+  std::string why;
+  rc = NameResponder::Start(*at, name, responder, &why);
+  if (rc != 0) FI_WARN(&provider, FI_LOG_EP_CTRL, "%s\n", why.c_str());
+  return rc;
+}
+
 int OpenEndpoint(fid_domain* df, fi_info* info, fid_ep** out, void* context) {
   if (df == nullptr || info == nullptr || out == nullptr) return -FI_EINVAL;
   if (info->ep_attr && info->ep_attr->type != FI_EP_UNSPEC &&
@@ -272,6 +312,9 @@ int OpenEndpoint(fid_domain* df, fi_info* info, fid_ep** out, void* context) {
   InitFid(&ep->fid.fid, FI_CLASS_EP, context, &ep_fid_ops);
   ep->fid.ops = &ep_ops;
   ep->fid.cm = &ep_cm_ops;
+  // An endpoint accepting a connection request does not answer at the
+  // listener's address (which its fi_info, the request's, still carries).
+  if (info->handle == nullptr) ep->answer_at = AnswerAddressOf(info);
   ep->tx_flags = a.op_flags;
   ep->rx_flags = info->rx_attr ? info->rx_attr->op_flags & FI_COMPLETION : 0;
   const bool default_flags = (ep->tx_flags | ep->rx_flags) & FI_COMPLETION;
@@ -312,6 +355,7 @@ int OpenPassiveEp(fid_fabric* ff, fi_info* info, fid_pep** out, void* context) {
     delete pep;
     return rc;
   }
+  pep->answer_at = AnswerAddressOf(info);
   // A connection request's fi_info is this one with the request's handle.
   pep->info->handle = nullptr;
   InitFid(&pep->fid.fid, FI_CLASS_PEP, context, &pep_fid_ops);

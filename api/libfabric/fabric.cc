@@ -1,13 +1,18 @@
 // fi_fabric for softfab's provider: one sf_fabric per fid_fabric, on the
-// simulator (configured by the FI_SOFTFAB_SIM_* parameters) or on the verbs
+// simulator (configured by the FI_SOFTFAB_SIM_* parameters, or a scenario
+// file's topology and faults: FI_SOFTFAB_SIM_SCENARIO) or on the verbs
 // device the fabric's name gives; and the fabric's ops table.
 #include "api/softfab/fabric.h"
 
 #include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "api/libfabric/internal/provider_objects.h"
+#include "api/sim/sim_api.h"
+#include "tools/study/scenario.h"
 
 namespace softfab::libfabric {
 namespace {
@@ -84,6 +89,49 @@ sf_fabric_attr SimAttr() {
   return a;
 }
 
+// A string parameter, "" when unset.
+std::string StringParam(const char* name) {
+  char* text = nullptr;
+  if (fi_param_get_str(&provider, name, &text) != FI_SUCCESS || !text) {
+    return "";
+  }
+  return text;
+}
+
+// Opens the simulated fabric a scenario file (FI_SOFTFAB_SIM_SCENARIO)
+// describes: its topology and faults, with the seed of `a`. The file's
+// errors are logged with their line; -FI_EINVAL then.
+int OpenScenarioFabric(const std::string& path, const sf_fabric_attr& a,
+                       int* nodes, sf_fabric** out, void* context) {
+  if (std::getenv("SOFTFAB_FABRIC") != nullptr) {
+    FI_WARN(&provider, FI_LOG_FABRIC,
+            "FI_SOFTFAB_SIM_SCENARIO is for a simulator in this process; "
+            "this process is on a shared fabric (SOFTFAB_FABRIC): give the "
+            "scenario to `softfab run --scenario` or `softfab fabricd`\n");
+    return -FI_EINVAL;
+  }
+  for (const char* p : {"sim_latency_ns", "sim_bandwidth_bps", "sim_drop",
+                        "sim_duplicate", "sim_reorder", "sim_nodes"}) {
+    if (!StringParam(p).empty()) {
+      FI_WARN(&provider, FI_LOG_FABRIC,
+              "FI_SOFTFAB_SIM_SCENARIO and FI_SOFTFAB_%s both describe the "
+              "fabric: set one\n",
+              p);
+      return -FI_EINVAL;
+    }
+  }
+  std::string error;
+  auto scenario =
+      study::LoadScenario(path, &error, study::ScenarioUse::kProgram);
+  if (!scenario.ok()) {
+    FI_WARN(&provider, FI_LOG_FABRIC, "%s\n", error.c_str());
+    return -FI_EINVAL;
+  }
+  *nodes = scenario->topology.nodes;
+  return sf_sim_fabric_open(study::SimConfigFor(*scenario, a.sim_seed), out,
+                            context);
+}
+
 }  // namespace
 
 int OpenFabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
@@ -103,7 +151,10 @@ int OpenFabric(fi_fabric_attr* attr, fid_fabric** out, void* context) {
   fab->fid.api_version = attr->api_version;
   fab->choice = choice;
   fab->nodes = choice.sim ? a.sim_nodes : 64;
-  const int rc = sf_fabric_open(&a, &fab->sf, fab);
+  const std::string scenario = choice.sim ? StringParam("sim_scenario") : "";
+  const int rc = scenario.empty() ? sf_fabric_open(&a, &fab->sf, fab)
+                                  : OpenScenarioFabric(scenario, a, &fab->nodes,
+                                                       &fab->sf, fab);
   if (rc != 0) {
     delete fab;
     return rc == -FI_ENODEV ? -FI_ENODATA : rc;

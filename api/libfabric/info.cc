@@ -1,14 +1,18 @@
 // fi_getinfo for softfab's provider: one fabric per verbs device (named as
 // ibv_devices names it) and one for the simulator ("sim"), each offering
 // FI_EP_RDM, FI_EP_MSG and FI_EP_DGRAM; and hint matching, which keeps a
-// candidate only when every hint can be met (none met: -FI_ENODATA).
+// candidate only when every hint can be met (none met: -FI_ENODATA); and
+// node / service addressing on verbs fabrics (address_service.h): the
+// address to answer at (FI_SOURCE) or the name a listener answered with.
 //
 // What the entries promise is what the sf_* API under them does: manual
 // progress, FI_THREAD_DOMAIN, 64-bit tags (any mem_tag_format), 8 bytes of
 // remote CQ data, FI_ORDER_SAS, four iovecs, FI_MSG_PREFIX (the 40-byte GRH)
 // on DGRAM. Registration is never required (mr_mode 0); FI_MR_LOCAL is
 // reported when the hints offer it, so descriptors reach the core.
+#include <netinet/in.h>
 #include <rdma/fi_errno.h>
+#include <rdma/providers/fi_log.h>
 #include <strings.h>
 
 #include <cstdlib>
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "api/libfabric/address_service.h"
 #include "api/libfabric/internal/provider_objects.h"
 #include "api/softfab/fabric.h"
 #include "api/softfab/verbs.h"
@@ -57,8 +62,10 @@ size_t MtuBytes(int mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 1024; }
 // without an active port or a usable GID), then the simulator. Real devices
 // come first so an unqualified fi_getinfo on a host with one picks it; a
 // program that wants the simulator names it (fabric "sim" or
-// FI_SOFTFAB_BACKEND=sim).
-std::vector<FabricEntry> Fabrics() {
+// FI_SOFTFAB_BACKEND=sim). With `ip_device` set (node / service addressing:
+// the device that owns or reaches the address; "" for a wildcard address)
+// only verbs devices are offered, that one when named.
+std::vector<FabricEntry> Fabrics(const std::string* ip_device = nullptr) {
   char* backend = nullptr;
   fi_param_get_str(&provider, "backend", &backend);
   const std::string want = backend ? backend : "";
@@ -70,6 +77,7 @@ std::vector<FabricEntry> Fabrics() {
       FabricEntry e;
       e.name = sfv_get_device_name(list[i]);
       if (!want.empty() && want != "verbs" && want != e.name) continue;
+      if (ip_device && !ip_device->empty() && *ip_device != e.name) continue;
       e.dgram_max = 1024;
       if (sfv_context* ctx = sfv_open_device(list[i])) {
         sfv_port_attr port{};
@@ -82,8 +90,34 @@ std::vector<FabricEntry> Fabrics() {
     }
     sfv_free_device_list(list);
   }
-  if (want.empty() || want == kSimName) out.push_back({kSimName, 4096});
+  if ((want.empty() || want == kSimName) && ip_device == nullptr) {
+    out.push_back({kSimName, 4096});
+  }
   return out;
+}
+
+// Whether an address of `len` bytes is a sockaddr_in / sockaddr_in6.
+bool IsIpAddress(const void* addr, size_t len) {
+  const auto family = static_cast<const sockaddr*>(addr)->sa_family;
+  return (len == sizeof(sockaddr_in) && family == AF_INET) ||
+         (len == sizeof(sockaddr_in6) && family == AF_INET6);
+}
+
+// Addresses fi_getinfo's node / service gave: the IP address a listener
+// answers at (src), or the name the address answered with (dest).
+struct Addressing {
+  const IpAddress* src = nullptr;
+  const Name* dest = nullptr;
+};
+
+// `len` bytes of `from`, malloc'ed as fi_freeinfo frees them.
+void* CopyAddress(const void* from, size_t len, size_t* out_len) {
+  void* to = malloc(len);
+  if (to != nullptr) {
+    memcpy(to, from, len);
+    *out_len = len;
+  }
+  return to;
 }
 
 bool NameMatches(const char* hint, const std::string& name) {
@@ -163,7 +197,9 @@ bool Fits(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
   if (hints->dest_addr != nullptr && hints->dest_addrlen != SF_NAME_BYTES) {
     return false;
   }
-  if (hints->src_addr != nullptr && hints->src_addrlen != SF_NAME_BYTES) {
+  // A source address is a name, or an IP address and port to answer at.
+  if (hints->src_addr != nullptr && hints->src_addrlen != SF_NAME_BYTES &&
+      !IsIpAddress(hints->src_addr, hints->src_addrlen)) {
     return false;
   }
   if (hints->handle != nullptr) return false;
@@ -177,7 +213,7 @@ bool Fits(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
 
 // The fi_info of one candidate, shaped by the hints it met.
 fi_info* Build(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
-               size_t max_msg) {
+               size_t max_msg, const Addressing& at) {
   fi_info* info = fi_allocinfo();
   if (info == nullptr) return nullptr;
   const uint64_t all = CapsOf(type);
@@ -187,12 +223,19 @@ fi_info* Build(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
   info->caps = caps;
   info->mode = mode;
   info->addr_format = FI_FORMAT_UNSPEC;
-  if (hints && hints->dest_addr) {
-    info->dest_addr = malloc(SF_NAME_BYTES);
-    if (info->dest_addr != nullptr) {
-      memcpy(info->dest_addr, hints->dest_addr, SF_NAME_BYTES);
-      info->dest_addrlen = SF_NAME_BYTES;
-    }
+  if (at.dest != nullptr) {
+    info->dest_addr =
+        CopyAddress(at.dest->data(), SF_NAME_BYTES, &info->dest_addrlen);
+  } else if (hints && hints->dest_addr) {
+    info->dest_addr =
+        CopyAddress(hints->dest_addr, SF_NAME_BYTES, &info->dest_addrlen);
+  }
+  if (at.src != nullptr) {
+    info->src_addr =
+        CopyAddress(&at.src->addr, at.src->len, &info->src_addrlen);
+  } else if (hints && hints->src_addr) {
+    info->src_addr =
+        CopyAddress(hints->src_addr, hints->src_addrlen, &info->src_addrlen);
   }
 
   const fi_tx_attr* htx = hints ? hints->tx_attr : nullptr;
@@ -270,19 +313,45 @@ bool ParseFabricName(const char* name, FabricChoice* out) {
 
 int GetInfo(uint32_t version, const char* node, const char* service,
             uint64_t flags, const fi_info* hints, fi_info** info) {
-  (void)flags;
   if (info == nullptr) return -FI_EINVAL;
   *info = nullptr;
-  // Addressing by host and port (FI_SOURCE / FI_NUMERICHOST listeners) is
-  // not offered: names come from fi_getname.
-  if (node != nullptr || service != nullptr) return -FI_ENODATA;
+  // Addressing by IP address and port (verbs fabrics; address_service.h):
+  // with FI_SOURCE, or a service alone, the address to answer at; else the
+  // address of a listener, asked for its name now.
+  Addressing at;
+  IpAddress ip;
+  Name name{};
+  std::string device;
+  const bool by_ip = node != nullptr || service != nullptr;
+  if (by_ip) {
+    const bool passive = (flags & FI_SOURCE) || node == nullptr;
+    std::string why;
+    int rc = ParseIpAddress(node, service, passive, &ip, &why);
+    if (rc == 0 && passive && node != nullptr) {
+      rc = DeviceOfAddress(ip, &device, &why);
+    }
+    if (rc == 0 && !passive) {
+      int timeout_ms = 2000;
+      fi_param_get_int(&provider, "lookup_timeout_ms", &timeout_ms);
+      rc = LookUpName(ip, timeout_ms, &device, &name, &why);
+    }
+    if (rc != 0) {
+      FI_WARN(&provider, FI_LOG_CORE, "%s\n", why.c_str());
+      return rc;
+    }
+    if (passive) {
+      at.src = &ip;
+    } else {
+      at.dest = &name;
+    }
+  }
   fi_info* head = nullptr;
   fi_info** tail = &head;
-  for (const FabricEntry& f : Fabrics()) {
+  for (const FabricEntry& f : Fabrics(by_ip ? &device : nullptr)) {
     for (fi_ep_type type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
       const size_t max_msg = type == FI_EP_DGRAM ? f.dgram_max : kMaxMsgSize;
       if (!Fits(hints, f, type, max_msg, version)) continue;
-      fi_info* one = Build(hints, f, type, max_msg);
+      fi_info* one = Build(hints, f, type, max_msg, at);
       if (one == nullptr) {
         fi_freeinfo(head);
         return -FI_ENOMEM;

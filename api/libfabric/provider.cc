@@ -56,11 +56,19 @@ extern "C" FI_EXT_INI {
        "Which fabrics fi_getinfo offers: \"sim\" (the simulator), \"verbs\" "
        "(every RDMA device) or one device by name (ibv_devices); unset: every "
        "device, then \"sim\""},
+      {"lookup_timeout_ms", FI_PARAM_INT,
+       "Verbs: how long fi_getinfo with a node and service waits for the "
+       "listener there to give its name, in ms (default 2000)"},
       {"sim_nodes", FI_PARAM_INT,
        "Simulator: nodes of each simulated fabric (default 16); its domains "
        "and passive endpoints take nodes 0, 1, ... in the order they are "
        "opened"},
       {"sim_seed", FI_PARAM_SIZE_T, "Simulator: master seed (default 1)"},
+      {"sim_scenario", FI_PARAM_STRING,
+       "Simulator: a scenario file (softfab study's YAML) whose topology and "
+       "faults make the fabric (link latency, bandwidth, MTU, loss, "
+       "duplication, reordering, link flaps, QP errors, receiver stalls); "
+       "not with the other FI_SOFTFAB_SIM_* settings but the seed"},
       {"sim_latency_ns", FI_PARAM_SIZE_T,
        "Simulator: one-way latency of every link in ns (default 0)"},
       {"sim_bandwidth_bps", FI_PARAM_SIZE_T,

@@ -11,58 +11,8 @@ namespace {
 
 const auto* const env = ::testing::AddGlobalTestEnvironment(new FiEnvironment);
 
-// One side of a connection: domain, CQs, endpoint, bound to `eq`.
-struct Active {
-  fid_domain* domain = nullptr;
-  fid_cq* tx = nullptr;
-  fid_cq* rx = nullptr;
-  fid_ep* ep = nullptr;
-
-  void Open(fid_fabric* fabric, fi_info* info, fid_eq* eq) {
-    ASSERT_EQ(fi_domain(fabric, info, &domain, nullptr), 0);
-    fi_cq_attr attr{};
-    attr.format = FI_CQ_FORMAT_TAGGED;
-    ASSERT_EQ(fi_cq_open(domain, &attr, &tx, nullptr), 0);
-    ASSERT_EQ(fi_cq_open(domain, &attr, &rx, nullptr), 0);
-    ASSERT_EQ(fi_endpoint(domain, info, &ep, this), 0);
-    ASSERT_EQ(fi_ep_bind(ep, &eq->fid, 0), 0);
-    ASSERT_EQ(fi_ep_bind(ep, &tx->fid, FI_TRANSMIT), 0);
-    ASSERT_EQ(fi_ep_bind(ep, &rx->fid, FI_RECV), 0);
-    ASSERT_EQ(fi_enable(ep), 0);
-  }
-  void Close() {
-    if (ep) EXPECT_EQ(fi_close(&ep->fid), 0);
-    if (tx) EXPECT_EQ(fi_close(&tx->fid), 0);
-    if (rx) EXPECT_EQ(fi_close(&rx->fid), 0);
-    if (domain) EXPECT_EQ(fi_close(&domain->fid), 0);
-  }
-};
-
-// Reads `eq` until an event (or error) comes, reading `other` meanwhile so
-// both ends make progress. Returns fi_eq_read's result.
-ssize_t NextEvent(fid_eq* eq, fid_eq* other, uint32_t* event,
-                  fi_eq_cm_entry* entry) {
-  alignas(fi_eq_cm_entry) uint8_t scratch[sizeof(fi_eq_cm_entry) + 64];
-  for (int i = 0; i < 1000000; ++i) {
-    ssize_t rc = fi_eq_read(eq, event, entry, sizeof *entry + 64, 0);
-    if (rc != -FI_EAGAIN) return rc;
-    // Peeking drives the other queue's endpoints without taking its events.
-    uint32_t ev;
-    auto* peeked = reinterpret_cast<fi_eq_cm_entry*>(scratch);
-    if (fi_eq_read(other, &ev, scratch, sizeof scratch, FI_PEEK) > 0 &&
-        ev == FI_CONNREQ) {
-      fi_freeinfo(peeked->info);
-    }
-  }
-  return -FI_EAGAIN;
-}
-
-struct MsgFixture : ::testing::Test {
+struct MsgFixture : ::testing::Test, Listening {
   fi_info* info = nullptr;
-  fid_fabric* fabric = nullptr;
-  fid_eq* server_eq = nullptr;
-  fid_eq* client_eq = nullptr;
-  fid_pep* pep = nullptr;
   std::vector<uint8_t> pep_name;
 
   void SetUp() override {
@@ -70,24 +20,14 @@ struct MsgFixture : ::testing::Test {
     ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info), 0);
     fi_freeinfo(h);
     ASSERT_EQ(info->ep_attr->type, FI_EP_MSG);
-    ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
-    fi_eq_attr eq_attr{};
-    eq_attr.wait_obj = FI_WAIT_UNSPEC;
-    ASSERT_EQ(fi_eq_open(fabric, &eq_attr, &server_eq, nullptr), 0);
-    ASSERT_EQ(fi_eq_open(fabric, &eq_attr, &client_eq, nullptr), 0);
-    ASSERT_EQ(fi_passive_ep(fabric, info, &pep, nullptr), 0);
-    ASSERT_EQ(fi_pep_bind(pep, &server_eq->fid, 0), 0);
-    ASSERT_EQ(fi_listen(pep), 0);
+    ASSERT_NO_FATAL_FAILURE(Listen(info));
     size_t len = 0;
     ASSERT_EQ(fi_getname(&pep->fid, nullptr, &len), -FI_ETOOSMALL);
     pep_name.resize(len);
     ASSERT_EQ(fi_getname(&pep->fid, pep_name.data(), &len), 0);
   }
   void TearDown() override {
-    if (pep) EXPECT_EQ(fi_close(&pep->fid), 0);
-    if (server_eq) EXPECT_EQ(fi_close(&server_eq->fid), 0);
-    if (client_eq) EXPECT_EQ(fi_close(&client_eq->fid), 0);
-    if (fabric) EXPECT_EQ(fi_close(&fabric->fid), 0);
+    CloseAll();
     if (info) fi_freeinfo(info);
   }
 };

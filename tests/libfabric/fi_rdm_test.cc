@@ -3,7 +3,7 @@
 // simulated fabric) exchanging messages and tagged messages, every CQ
 // format, FI_SOURCE, remote CQ data, peek / claim / discard, FI_MULTI_RECV,
 // error entries (fi_cq_readerr, fi_cq_strerror), blocking reads on a wait
-// fd, and the -FI_ENOSYS stubs.
+// fd, the -FI_ENOSYS stubs, and fabrics made from a scenario file.
 #include <poll.h>
 #include <rdma/fi_rma.h>
 
@@ -573,6 +573,114 @@ TEST(FiRdm, WaitFdTrywaitAndSread) {
   EXPECT_STREQ(in, "wake");
   fid* eq_like[] = {&p.side[0].av->fid};
   EXPECT_EQ(fi_trywait(p.fabric, eq_like, 1), -FI_ENOSYS);
+}
+
+// FI_SOFTFAB_SIM_SCENARIO: a scenario file's topology and faults make the
+// simulated fabric (simulator only: a verbs fabric has real faults).
+class ScenarioEnv {
+ public:
+  explicit ScenarioEnv(const char* path, const char* drop = nullptr) {
+    setenv("FI_SOFTFAB_SIM_SCENARIO", path, 1);
+    if (drop != nullptr) setenv("FI_SOFTFAB_SIM_DROP", drop, 1);
+  }
+  ~ScenarioEnv() {
+    unsetenv("FI_SOFTFAB_SIM_SCENARIO");
+    unsetenv("FI_SOFTFAB_SIM_DROP");
+  }
+};
+
+TEST(FiScenario, LossyFabricDeliversEveryMessageOnce) {
+  if (!OnSimulator()) GTEST_SKIP() << "simulator case";
+  ScenarioEnv scenario("examples/scenarios/programs/lossy.yaml");
+  RdmPair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open(FI_TAGGED, FI_CQ_FORMAT_TAGGED));
+  constexpr int kMessages = 64;
+  constexpr size_t kLen = 3000;
+  std::vector<std::vector<uint8_t>> in(kMessages, std::vector<uint8_t>(kLen));
+  std::vector<uint8_t> out(kLen);
+  std::vector<fi_context2> rctx(kMessages), sctx(kMessages);
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_EQ(fi_trecv(p.side[1].ep, in[i].data(), kLen, nullptr,
+                       FI_ADDR_UNSPEC, i, 0, &rctx[i]),
+              0);
+  }
+  std::vector<int> arrived(kMessages, 0);
+  int sent = 0, received = 0;
+  for (int i = 0; i < kMessages; ++i) {
+    Fill(out.data(), kLen, static_cast<uint32_t>(i));
+    ASSERT_EQ(fi_tsend(p.side[0].ep, out.data(), kLen, nullptr, p.side[0].peer,
+                       i, &sctx[i]),
+              0);
+    fi_cq_tagged_entry e{};
+    ASSERT_EQ(ReadOne(p.side[0].tx, &e, p.side[1].rx), 1) << i;
+    ++sent;
+    while (fi_cq_read(p.side[1].rx, &e, 1) == 1) {
+      ++arrived[e.tag];
+      ++received;
+    }
+  }
+  fi_cq_tagged_entry e{};
+  while (received < kMessages) {
+    ASSERT_EQ(ReadOne(p.side[1].rx, &e, p.side[0].tx), 1);
+    ++arrived[e.tag];
+    ++received;
+  }
+  EXPECT_EQ(sent, kMessages);
+  for (int i = 0; i < kMessages; ++i) {
+    EXPECT_EQ(arrived[i], 1) << i;
+    EXPECT_EQ(FirstBadByte(in[i].data(), kLen, static_cast<uint32_t>(i)), kLen)
+        << i;
+  }
+  // Nothing more comes (no duplicate reaches the application).
+  EXPECT_EQ(ReadOne(p.side[1].rx, &e, p.side[0].tx, 1000), -FI_EAGAIN);
+}
+
+TEST(FiScenario, FaultsOfTheFileApply) {
+  if (!OnSimulator()) GTEST_SKIP() << "simulator case";
+  // Every packet lost: the send ends in an error entry once the retries
+  // are spent (in virtual time).
+  ScenarioEnv scenario("examples/scenarios/programs/black_hole.yaml");
+  RdmPair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open(FI_MSG, FI_CQ_FORMAT_MSG));
+  char buf[64] = {};
+  fi_context2 sctx;
+  ASSERT_EQ(
+      fi_send(p.side[0].ep, buf, sizeof buf, nullptr, p.side[0].peer, &sctx),
+      0);
+  fi_cq_msg_entry e{};
+  ASSERT_EQ(ReadOne(p.side[0].tx, &e, p.side[1].rx), -FI_EAVAIL);
+  fi_cq_err_entry err{};
+  ASSERT_EQ(fi_cq_readerr(p.side[0].tx, &err, 0), 1);
+  EXPECT_EQ(err.op_context, &sctx);
+  EXPECT_NE(err.err, 0);
+}
+
+TEST(FiScenario, FilesThatCannotMakeAFabricAreRefused) {
+  if (!OnSimulator()) GTEST_SKIP() << "simulator case";
+  struct Case {
+    const char* path;
+    const char* drop;
+    const char* why;
+  } cases[] = {
+      {"examples/scenarios/lossy_link_rc.yaml", nullptr,
+       "a study's scenario: its workload section is refused"},
+      {"examples/scenarios/programs/lossy.yaml", "0.1",
+       "the scenario and FI_SOFTFAB_SIM_DROP both describe the fabric"},
+      {"/nonexistent/scenario.yaml", nullptr, "no such file"},
+      {"/dev/zero", nullptr, "not a regular file"},
+  };
+  for (const Case& c : cases) {
+    ScenarioEnv scenario(c.path, c.drop);
+    fi_info* h = SimHints(FI_EP_RDM, FI_MSG);
+    fi_info* info = nullptr;
+    ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info), 0);
+    fi_freeinfo(h);
+    fid_fabric* fabric = nullptr;
+    EXPECT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), -FI_EINVAL)
+        << c.why;
+    EXPECT_EQ(fabric, nullptr) << c.why;
+    fi_freeinfo(info);
+  }
 }
 
 TEST(FiRdm, UnsupportedCallsSayENOSYS) {

@@ -28,8 +28,14 @@ fi
 undefined=$(ldd -r "$so" 2>&1 | grep -i "undefined symbol")
 check "ldd -r: no undefined symbol ${undefined:+($undefined)}" test -z "$undefined"
 
+# Nothing of softfab's but fi_prov_ini. In C++20 every object file carries weak copies of
+# std::string's members (libstdc++ declares them extern only up to C++17), and the linker
+# exports the copies a shared library in the link (libyaml-cpp) refers to, version script
+# or not: those are the C++ library's (_ZNSt / _ZNKSt), identical to libstdc++'s, which
+# every lookup reaches first; they are listed apart, and anything else fails the check.
 exported=$(readelf --dyn-syms -W "$so" | awk '$7 != "UND" && ($5 == "GLOBAL" || $5 == "WEAK" || $5 == "UNIQUE") {print $8}' | sort -u)
-check "exports only fi_prov_ini (got: $(echo $exported))" test "$exported" = "fi_prov_ini"
+ours=$(echo "$exported" | grep -v -E '^_ZN?K?St' || true)
+check "exports only fi_prov_ini (got: $(echo $ours); C++ library copies: $(echo "$exported" | grep -c -E '^_ZN?K?St'))" test "$ours" = "fi_prov_ini"
 
 listing=$(FI_SOFTFAB_BACKEND=sim fi_info -p softfab 2>&1)
 for type in FI_EP_RDM FI_EP_MSG FI_EP_DGRAM; do
@@ -55,7 +61,8 @@ done
 
 params=$(fi_info -e 2>&1 | tr -d '\000')
 for p in FI_SOFTFAB_BACKEND FI_SOFTFAB_SIM_NODES FI_SOFTFAB_SIM_SEED FI_SOFTFAB_SIM_DROP \
-  FI_SOFTFAB_SIM_DUPLICATE FI_SOFTFAB_SIM_REORDER FI_SOFTFAB_SIM_LATENCY_NS; do
+  FI_SOFTFAB_SIM_DUPLICATE FI_SOFTFAB_SIM_REORDER FI_SOFTFAB_SIM_LATENCY_NS \
+  FI_SOFTFAB_SIM_SCENARIO FI_SOFTFAB_LOOKUP_TIMEOUT_MS; do
   check "fi_info -e lists $p" grep -aq "^# $p:" <<<"$params"
 done
 

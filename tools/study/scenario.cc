@@ -455,11 +455,28 @@ bool ReadPhases(Reader& r, const YAML::Node& n, std::vector<Phase>* phases) {
   return true;
 }
 
-bool ReadRoot(Reader& r, const YAML::Node& root, Scenario* s) {
+// A scenario for users' own programs has no section about the built-in
+// workload; the first one found is refused with the reason.
+bool RefuseStudySections(Reader& r, const YAML::Node& root) {
+  for (const char* key : {"workload", "phases", "report", "expect"}) {
+    if (root[key].IsDefined()) {
+      return r.Fail(root[key].Mark(), key,
+                    "no such section: with `softfab run`, `softfab fabricd` "
+                    "or the libfabric provider your own programs are the "
+                    "workload (topology and faults apply)",
+                    std::string("a '") + key + "' section");
+    }
+  }
+  return true;
+}
+
+bool ReadRoot(Reader& r, const YAML::Node& root, ScenarioUse use, Scenario* s) {
   if (!root.IsMap()) {
     return r.Fail(root.Mark(), "", "a scenario (a map)",
                   Reader::Describe(root));
   }
+  const bool study = use == ScenarioUse::kStudy;
+  if (!study && !RefuseStudySections(r, root)) return false;
   if (!r.OnlyKeys(root, "",
                   {"name", "description", "expect", "topology", "workload",
                    "faults", "phases", "report"})) {
@@ -488,8 +505,9 @@ bool ReadRoot(Reader& r, const YAML::Node& root, Scenario* s) {
                }) &&
       r.Section(root, "", "topology", &topology) &&
       ReadTopology(r, topology, &s->topology) &&
-      r.Section(root, "", "workload", &workload) &&
-      ReadWorkload(r, workload, s->topology.nodes, &s->workload) &&
+      (!study ||
+       (r.Section(root, "", "workload", &workload) &&
+        ReadWorkload(r, workload, s->topology.nodes, &s->workload))) &&
       Optional(root, "faults",
                [&](const YAML::Node& v) {
                  return ReadFaults(r, v, s->topology.nodes, &s->faults,
@@ -507,6 +525,12 @@ bool ReadRoot(Reader& r, const YAML::Node& root, Scenario* s) {
                });
       });
   if (!ok) return false;
+  if (!study && !s->app_pauses.empty()) {
+    return r.Fail(root["faults"].Mark(), "faults.timed",
+                  "no app_pause: it pauses `softfab study`'s built-in "
+                  "workload, which a program's fabric does not have",
+                  "an app_pause entry");
+  }
   if (s->phases.empty()) s->phases.push_back({"all", 0});
   return true;
 }
@@ -514,7 +538,8 @@ bool ReadRoot(Reader& r, const YAML::Node& root, Scenario* s) {
 }  // namespace
 
 StatusOr<Scenario> ParseScenario(const std::string& text,
-                                 const std::string& path, std::string* error) {
+                                 const std::string& path, std::string* error,
+                                 ScenarioUse use) {
   Reader r(path, error);
   YAML::Node root;
   try {
@@ -536,7 +561,7 @@ StatusOr<Scenario> ParseScenario(const std::string& text,
   Scenario s;
   s.path = path;
   try {
-    if (!ReadRoot(r, root, &s)) {
+    if (!ReadRoot(r, root, use, &s)) {
       return Status(EINVAL, "scenario file refused");
     }
   } catch (const YAML::Exception& e) {
@@ -547,7 +572,8 @@ StatusOr<Scenario> ParseScenario(const std::string& text,
   return s;
 }
 
-StatusOr<Scenario> LoadScenario(const std::string& path, std::string* error) {
+StatusOr<Scenario> LoadScenario(const std::string& path, std::string* error,
+                                ScenarioUse use) {
   // Checked before reading: a device or pipe (/dev/zero) would be read for
   // ever, and a scenario is a few kilobytes.
   struct stat st {};
@@ -577,7 +603,7 @@ StatusOr<Scenario> LoadScenario(const std::string& path, std::string* error) {
     *error = path + ":1:1: larger than a scenario file may be";
     return Status(EINVAL, "the scenario file is too large");
   }
-  return ParseScenario(text, path, error);
+  return ParseScenario(text, path, error, use);
 }
 
 sim::SimConfig SimConfigFor(const Scenario& scenario, uint64_t seed) {

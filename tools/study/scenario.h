@@ -130,6 +130,14 @@ struct Scenario {
   uint64_t throughput_bucket_ns = 100'000;
 };
 
+// What a scenario is read for: a study (`softfab study`, `replay`: its
+// workload section is required and runs), or a fabric that users' own
+// programs run on (`softfab run`, `softfab fabricd`, the libfabric
+// provider's FI_SOFTFAB_SIM_SCENARIO): topology and faults only, and a
+// workload, phases, report, expect or an app_pause fault (all about the
+// built-in workload) are refused with that reason.
+enum class ScenarioUse { kStudy, kProgram };
+
 // The largest scenario file LoadScenario reads (shipped ones are a few KB).
 inline constexpr uint64_t kScenarioBytesMax = 1 << 20;
 
@@ -138,12 +146,13 @@ inline constexpr uint64_t kScenarioBytesMax = 1 << 20;
 //   FILE:LINE:COL: field 'workload.sizes': expected ..., got ...
 // (syntax errors, unknown fields, wrong types, out-of-range values, missing
 // sections). Nothing else is read or run.
-[[nodiscard]] StatusOr<Scenario> LoadScenario(const std::string& path,
-                                              std::string* error);
+[[nodiscard]] StatusOr<Scenario> LoadScenario(
+    const std::string& path, std::string* error,
+    ScenarioUse use = ScenarioUse::kStudy);
 // The same from text already in memory; `path` only names it in messages.
-[[nodiscard]] StatusOr<Scenario> ParseScenario(const std::string& text,
-                                               const std::string& path,
-                                               std::string* error);
+[[nodiscard]] StatusOr<Scenario> ParseScenario(
+    const std::string& text, const std::string& path, std::string* error,
+    ScenarioUse use = ScenarioUse::kStudy);
 
 // The simulator configuration the scenario describes, for `seed`.
 sim::SimConfig SimConfigFor(const Scenario& scenario, uint64_t seed);

@@ -186,5 +186,40 @@ TEST(ScenarioTest, WhatIsNotARegularFileIsRefusedUnread) {
             "/dev/zero:1:1: not a regular file: a scenario is a YAML file");
 }
 
+TEST(ScenarioTest, AProgramsFabricHasTopologyAndFaultsOnly) {
+  std::string error;
+  auto s = ParseScenario(
+      "name: p\ntopology: {nodes: 4}\nfaults:\n  packets:\n"
+      "    - {kind: drop, probability: 0.5}\n",
+      "p.yaml", &error, ScenarioUse::kProgram);
+  ASSERT_TRUE(s.ok()) << error;
+  EXPECT_EQ(s->topology.nodes, 4);
+  ASSERT_EQ(s->faults.packet_faults.size(), 1u);
+  const sim::SimConfig c = SimConfigFor(*s, 9);
+  EXPECT_EQ(c.nodes, 4);
+  EXPECT_EQ(c.master_seed, 9u);
+  // The same file without a workload is not a study.
+  EXPECT_FALSE(
+      ParseScenario("name: p\ntopology: {nodes: 4}\n", "p.yaml", &error).ok());
+  EXPECT_EQ(error,
+            "p.yaml:1:1: field 'workload': expected a section (a map), got "
+            "nothing (the section is missing)");
+  // A study's file is refused for programs, with the reason.
+  EXPECT_FALSE(
+      ParseScenario(kGood, "good.yaml", &error, ScenarioUse::kProgram).ok());
+  EXPECT_NE(error.find("good.yaml:12:3: field 'workload': expected no such "
+                       "section: with `softfab run`"),
+            std::string::npos)
+      << error;
+  EXPECT_FALSE(ParseScenario("name: p\ntopology: {nodes: 2}\nfaults:\n"
+                             "  timed:\n    - {at: 1ms, kind: app_pause, "
+                             "node: 0, duration: 1ms}\n",
+                             "p.yaml", &error, ScenarioUse::kProgram)
+                   .ok());
+  EXPECT_NE(error.find("field 'faults.timed': expected no app_pause"),
+            std::string::npos)
+      << error;
+}
+
 }  // namespace
 }  // namespace softfab::study

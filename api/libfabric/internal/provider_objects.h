@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "api/libfabric/address_service.h"
 #include "api/softfab/fabric.h"
 
 namespace softfab::libfabric {
@@ -111,6 +112,10 @@ struct Pep {
   sf_pep* sf = nullptr;
   int node = 0;
   fi_info* info = nullptr;  // its fi_info, copied into every FI_CONNREQ
+  // An fi_info whose src_addr is an IP address and port: where fi_listen
+  // starts answering lookups of the name (address_service.h).
+  std::unique_ptr<IpAddress> answer_at;
+  std::unique_ptr<NameResponder> responder;
 };
 
 struct Ep {
@@ -120,7 +125,18 @@ struct Ep {
   // The fi_info's tx_attr / rx_attr op_flags, for calls without flags.
   uint64_t tx_flags = 0;
   uint64_t rx_flags = 0;
+  // As Pep's: where fi_enable starts answering lookups of the name.
+  std::unique_ptr<IpAddress> answer_at;
+  std::unique_ptr<NameResponder> responder;
 };
+
+// The IP address an fi_info's src_addr holds (node / service addressing),
+// or null when it holds a name or nothing.
+std::unique_ptr<IpAddress> AnswerAddressOf(const fi_info* info);
+// Starts answering lookups at `*at` with the name of `f` (an sf_ep or
+// sf_pep); nothing when `at` is null.
+int StartAnswering(const IpAddress* at, sf_fid* f,
+                   std::unique_ptr<NameResponder>* responder);
 
 // Fills an object's fid header.
 inline void InitFid(fid* f, size_t fclass, void* context, fi_ops* ops) {
