@@ -87,7 +87,8 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   e->domain = d;
   e->ep = std::move(*ep);
   d->endpoints.push_back(e->ep.get());
-  e->ep->rx_context()->set_user_handle(static_cast<sf_ep*>(e));
+  e->ep->rx_context()->set_user_handle(
+      attr->recv_context_ep ? attr->recv_context_ep : static_cast<sf_ep*>(e));
   e->ep->set_user_handle(&e->fid);
   *out = e;
   return 0;

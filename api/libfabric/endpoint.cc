@@ -304,6 +304,8 @@ int OpenEndpoint(fid_domain* df, fi_info* info, fid_ep** out, void* context) {
     if (a.info == nullptr) return -FI_EINVAL;  // rejected already
   }
   auto* ep = new Ep;
+  // A buffered message's fi_recv_context names the application's endpoint.
+  a.recv_context_ep = &ep->fid;
   const int rc = sf_endpoint(d->sf, &a, &ep->sf, ep);
   if (rc != 0) {
     delete ep;

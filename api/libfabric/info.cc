@@ -44,9 +44,15 @@ constexpr size_t kPrefixBytes = 40;  // DGRAM: the GRH
 constexpr size_t kIovLimit = SF_IOV_LIMIT;
 constexpr uint64_t kAllTagBits = ~uint64_t{0};
 
+// FI_VARIABLE_MSG (RDM and MSG) is given only when asked: it changes how
+// receives work (buffered, fi_msg(3)), so an fi_info taken without hints
+// does not carry it.
+constexpr uint64_t kVariableMsgCaps = FI_VARIABLE_MSG;
+constexpr size_t kVariableMsgMax = 0xFFFFFFFFu;  // what one RDMA READ reaches
+
 uint64_t CapsOf(fi_ep_type type) {
   if (type == FI_EP_DGRAM) return kDgramCaps;
-  uint64_t caps = kTxCaps | kRxCaps | kCommCaps;
+  uint64_t caps = kTxCaps | kRxCaps | kCommCaps | kVariableMsgCaps;
   return type == FI_EP_MSG ? caps & ~FI_DIRECTED_RECV : caps;
 }
 
@@ -216,8 +222,9 @@ fi_info* Build(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
                size_t max_msg, const Addressing& at) {
   fi_info* info = fi_allocinfo();
   if (info == nullptr) return nullptr;
-  const uint64_t all = CapsOf(type);
+  const uint64_t all = CapsOf(type) & ~kVariableMsgCaps;
   uint64_t caps = hints && hints->caps ? hints->caps : all;
+  if (caps & FI_VARIABLE_MSG) max_msg = kVariableMsgMax;
   if (!(caps & (FI_SEND | FI_RECV))) caps |= FI_SEND | FI_RECV;
   const uint64_t mode = type == FI_EP_DGRAM ? FI_MSG_PREFIX : 0;
   info->caps = caps;

@@ -409,6 +409,10 @@ struct sf_ep_attr {
   /* SF_EP_MSG: the SF_CONNREQ's request this endpoint will sf_accept (copied;
    * the caller still frees it). NULL for a connecting endpoint. */
   struct sf_info* info;
+  /* SF_BUFFERED_RECV: the handle an untagged message's sf_recv_context.ep
+   * holds. NULL: this sf_ep. For a face over sf_* that hands out handles of
+   * its own (softfab's libfabric provider puts the application's fid_ep). */
+  void* recv_context_ep;
 };
 /* An endpoint's name, for peers' AVs (an RDM endpoint may also insert its
  * own and send to itself). */

@@ -120,7 +120,7 @@ struct RdmPair {
   } side[2];
 
   void Open(uint64_t caps, fi_cq_format format, fi_wait_obj wait = FI_WAIT_NONE,
-            bool selective = false) {
+            bool selective = false, uint64_t mode = 0) {
     fi_info* h = SimHints(FI_EP_RDM, caps);
     if (selective) {
       h->tx_attr->op_flags = FI_COMPLETION;
@@ -128,6 +128,7 @@ struct RdmPair {
     }
     ASSERT_EQ(fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, h, &info), 0);
     fi_freeinfo(h);
+    info->mode |= mode;
     ASSERT_EQ(fi_fabric(info->fabric_attr, &fabric, nullptr), 0);
     char names[2][64];
     for (Side& s : side) {
@@ -573,6 +574,35 @@ TEST(FiRdm, WaitFdTrywaitAndSread) {
   EXPECT_STREQ(in, "wake");
   fid* eq_like[] = {&p.side[0].av->fid};
   EXPECT_EQ(fi_trywait(p.fabric, eq_like, 1), -FI_ENOSYS);
+}
+
+// FI_BUFFERED_RECV (fi_msg(3)): a message arrives without a posted receive;
+// its entry's op_context is an fi_recv_context naming the application's
+// endpoint, which FI_DISCARD (or FI_CLAIM) then takes.
+TEST(FiRdm, BufferedReceiveNamesTheApplicationsEndpoint) {
+  RdmPair p;
+  ASSERT_NO_FATAL_FAILURE(
+      p.Open(FI_MSG, FI_CQ_FORMAT_MSG, FI_WAIT_NONE, false, FI_BUFFERED_RECV));
+  const std::vector<uint8_t> out = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  fi_context2 sctx;
+  ASSERT_EQ(fi_send(p.side[0].ep, out.data(), out.size(), nullptr,
+                    p.side[0].peer, &sctx),
+            0);
+  fi_cq_msg_entry e{};
+  ASSERT_EQ(ReadOne(p.side[1].rx, &e, p.side[0].tx), 1);
+  EXPECT_EQ(e.flags & (FI_RECV | FI_MSG), FI_RECV | FI_MSG);
+  EXPECT_EQ(e.len, out.size());
+  auto* rc = static_cast<fi_recv_context*>(e.op_context);
+  ASSERT_NE(rc, nullptr);
+  EXPECT_EQ(rc->ep, p.side[1].ep);
+  EXPECT_EQ(rc->context, nullptr);
+  fi_msg msg{};
+  msg.context = rc;
+  ASSERT_EQ(fi_recvmsg(p.side[1].ep, &msg, FI_DISCARD), 0);
+  // Decided once: the same context again is refused.
+  EXPECT_EQ(fi_recvmsg(p.side[1].ep, &msg, FI_DISCARD), -FI_EINVAL);
+  ASSERT_EQ(ReadOne(p.side[0].tx, &e, p.side[1].rx), 1);
+  EXPECT_EQ(e.op_context, &sctx);
 }
 
 // FI_SOFTFAB_SIM_SCENARIO: a scenario file's topology and faults make the

@@ -18,6 +18,44 @@ fid_ep* EpOf(sf_ep* pub) {
 }
 ssize_t TimedOut(ssize_t rc) { return rc == -FI_EAGAIN ? -SF_ETIMEDOUT : rc; }
 
+}  // namespace
+
+void NameShimEndpoints(Cq* cq, void* entries, ssize_t count) {
+  size_t stride = 0;
+  switch (cq->format) {
+    case FI_CQ_FORMAT_MSG:
+      stride = sizeof(fi_cq_msg_entry);
+      break;
+    case FI_CQ_FORMAT_DATA:
+      stride = sizeof(fi_cq_data_entry);
+      break;
+    case FI_CQ_FORMAT_TAGGED:
+      stride = sizeof(fi_cq_tagged_entry);
+      break;
+    default:
+      return;  // no flags: nothing tells a buffered receive apart
+  }
+  if (cq->buffered.empty()) return;
+  auto* p = static_cast<uint8_t*>(entries);
+  for (ssize_t i = 0; i < count; ++i, p += stride) {
+    const auto* e = reinterpret_cast<const fi_cq_msg_entry*>(p);
+    // On a buffered endpoint every untagged receive entry is a report (an
+    // untagged receive cannot be posted there); a tagged one names no ep.
+    if ((e->flags & (FI_RECV | FI_MSG | FI_TAGGED)) != (FI_RECV | FI_MSG) ||
+        e->op_context == nullptr) {
+      continue;
+    }
+    auto* rc = static_cast<fi_recv_context*>(e->op_context);
+    for (Ep* ep : cq->buffered) {
+      if (rc->ep == ep->fi) {
+        rc->ep = reinterpret_cast<fid_ep*>(static_cast<sf_ep*>(ep));
+      }
+    }
+  }
+}
+
+namespace {
+
 // The sf_* object an fi fid was opened for (its context).
 sf_fid* SfFid(fid* f) {
   return f == nullptr ? nullptr : static_cast<sf_fid*>(f->context);
@@ -47,11 +85,17 @@ extern "C" {
 
 ssize_t sf_cq_read(sf_cq* cq, void* buf, size_t count) {
   fid_cq* fi = CqOf(cq);
-  return fi ? fi_cq_read(fi, buf, count) : Fail(FI_EINVAL, "not a CQ");
+  if (fi == nullptr) return Fail(FI_EINVAL, "not a CQ");
+  const ssize_t n = fi_cq_read(fi, buf, count);
+  NameShimEndpoints(static_cast<Cq*>(cq), buf, n);
+  return n;
 }
 ssize_t sf_cq_readfrom(sf_cq* cq, void* buf, size_t count, sf_addr_t* src) {
   fid_cq* fi = CqOf(cq);
-  return fi ? fi_cq_readfrom(fi, buf, count, src) : Fail(FI_EINVAL, "not a CQ");
+  if (fi == nullptr) return Fail(FI_EINVAL, "not a CQ");
+  const ssize_t n = fi_cq_readfrom(fi, buf, count, src);
+  NameShimEndpoints(static_cast<Cq*>(cq), buf, n);
+  return n;
 }
 ssize_t sf_cq_readerr(sf_cq* cq, sf_cq_err_entry* buf, uint64_t flags) {
   fid_cq* fi = CqOf(cq);
@@ -62,7 +106,9 @@ ssize_t sf_cq_sread(sf_cq* cq, void* buf, size_t count, const void* cond,
                     int timeout_ms) {
   fid_cq* fi = CqOf(cq);
   if (fi == nullptr) return Fail(FI_EINVAL, "not a CQ");
-  return TimedOut(fi_cq_sread(fi, buf, count, cond, timeout_ms));
+  const ssize_t n = TimedOut(fi_cq_sread(fi, buf, count, cond, timeout_ms));
+  NameShimEndpoints(static_cast<Cq*>(cq), buf, n);
+  return n;
 }
 const char* sf_cq_strerror(sf_cq* cq, int prov_errno, const void* err_data,
                            char* buf, size_t len) {

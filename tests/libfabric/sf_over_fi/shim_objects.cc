@@ -240,6 +240,7 @@ int sf_cq_open(sf_domain* pub, const sf_cq_attr* attr, sf_cq** out,
     a.wait_obj = static_cast<fi_wait_obj>(Raw(attr->wait_obj));
   }
   auto* cq = New<Cq>(SF_CLASS_CQ, context);
+  cq->format = a.format;
   int rc = fi_cq_open(d->fi, &a, &cq->fi, cq);
   if (rc != 0) {
     Delete(cq);
@@ -298,6 +299,21 @@ int sf_endpoint(sf_domain* pub, const sf_ep_attr* attr, sf_ep** out,
   info->tx_attr->size = attr->tx_size;
   info->rx_attr->size = attr->rx_size;
   if (attr->info != nullptr) info->handle = attr->info->fi->handle;
+  if (attr->caps & SF_VARIABLE_MSG) {
+    // The provider's fi_info for FI_VARIABLE_MSG says how large a message
+    // may then be.
+    fi_info* hints = fi_dupinfo(info);
+    free(hints->domain_attr->name);
+    hints->domain_attr->name = nullptr;
+    hints->handle = nullptr;
+    fi_info* answer = nullptr;
+    if (fi_getinfo(FI_VERSION(1, 17), nullptr, nullptr, 0, hints, &answer) ==
+        0) {
+      info->ep_attr->max_msg_size = answer->ep_attr->max_msg_size;
+      fi_freeinfo(answer);
+    }
+    fi_freeinfo(hints);
+  }
   auto* ep = New<Ep>(SF_CLASS_EP, context);
   int rc = fi_endpoint(d->fi, info, &ep->fi, ep);
   info->handle = nullptr;
@@ -340,7 +356,13 @@ int sf_ep_bind(sf_ep* pub, sf_fid* bfid, uint64_t flags) {
   }
   fid* target = FiFid(bfid);
   if (target == nullptr) return Fail(FI_EINVAL, "bind target");
-  return fi_ep_bind(ep->fi, target, flags);
+  const int rc = fi_ep_bind(ep->fi, target, flags);
+  if (rc == 0 && IsClass(bfid, SF_CLASS_CQ) && (flags & FI_RECV) &&
+      ((ep->attr.mode & SF_BUFFERED_RECV) ||
+       (ep->attr.caps & SF_VARIABLE_MSG))) {
+    static_cast<Cq*>(reinterpret_cast<sf_cq*>(bfid))->buffered.push_back(ep);
+  }
+  return rc;
 }
 
 int sf_srx_context(sf_domain*, const sf_rx_attr*, sf_ep**, void*) {

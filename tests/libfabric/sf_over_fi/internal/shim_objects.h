@@ -56,9 +56,17 @@ struct Domain : sf_domain {
   fid_domain* fi = nullptr;
   int node = 0;
 };
+struct Ep;
 struct Cq : sf_cq {
   fid_cq* fi = nullptr;
+  fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
+  // Buffered endpoints whose receives it reports: their fi_recv_context
+  // names the fid_ep, which the sf_* face reports as the sf_ep.
+  std::vector<Ep*> buffered;
 };
+// Rewrites the fi_recv_context.ep of `count` entries just read from `cq`
+// (untagged buffered receives) from the fid_ep to the shim's sf_ep.
+void NameShimEndpoints(Cq* cq, void* entries, ssize_t count);
 struct Av : sf_av {
   fid_av* fi = nullptr;
 };
