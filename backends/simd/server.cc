@@ -20,37 +20,14 @@
 #include <string>
 #include <vector>
 
+#include "backends/sim/sim_pcap.h"
+#include "backends/simd/completion_trace.h"
 #include "backends/simd/internal/session.h"
+#include "backends/simd/outside_processes.h"
 
 namespace softfab::simd {
 namespace internal {
 namespace {
-
-// Every thread of `pid` in state S (sleeping in the kernel, interruptibly),
-// read from /proc/PID/task/*/stat.
-bool AllThreadsSleep(pid_t pid) {
-  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return false;
-  bool all = true, any = false;
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    const std::string path = dir + "/" + e->d_name + "/stat";
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (f == nullptr) continue;
-    char buf[512];
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    buf[n] = '\0';
-    // "pid (comm) S ...": the state follows the last ')'.
-    const char* close_paren = std::strrchr(buf, ')');
-    if (close_paren == nullptr || close_paren[1] != ' ') continue;
-    any = true;
-    if (close_paren[2] != 'S') all = false;
-  }
-  closedir(d);
-  return any && all;
-}
 
 uint64_t WallMs() {
   timespec ts{};
@@ -94,6 +71,7 @@ class Server final : public FabricServer, public Sessions {
   explicit Server(const ServerOptions& options) : options_(options) {}
   ~Server() override {
     while (!sessions_.empty()) Drop(sessions_.back().get(), nullptr);
+    pcap_.reset();    // attached to the fabric
     fabric_.reset();  // before the memory its registrations lie over
     for (uint8_t* w : retired_windows_) munmap(w, kWindowBytes);
     if (listen_fd_ >= 0) close(listen_fd_);
@@ -109,6 +87,15 @@ class Server final : public FabricServer, public Sessions {
     }
     fabric_ = sim::CreateSimFabric(config);
     fabric_->HoldDoorbells(true);
+    if (!options_.pcap_path.empty()) {
+      auto pcap =
+          sim::PcapCapture::Open(fabric_.get(), options_.pcap_path, why);
+      if (!pcap.ok()) return pcap.status();
+      pcap_ = std::move(*pcap);
+    }
+    if (!options_.trace_path.empty()) {
+      trace_ = std::make_unique<CompletionTrace>(config.nodes);
+    }
     nodes_.assign(static_cast<size_t>(config.nodes), nullptr);
     listen_fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
@@ -164,6 +151,12 @@ class Server final : public FabricServer, public Sessions {
     }
   }
 
+  std::vector<pid_t> Pids() const {
+    std::vector<pid_t> pids;
+    for (const auto& s : sessions_) pids.push_back(s->pid);
+    return pids;
+  }
+
   RunSummary summary() const override {
     RunSummary s = summary_;
     s.digest = fabric_->digest();
@@ -172,8 +165,31 @@ class Server final : public FabricServer, public Sessions {
     return s;
   }
 
+  Status Finish(std::string* why) override {
+    if (pcap_ != nullptr) {
+      if (Status s = pcap_->Close(); !s.ok()) {
+        *why = "cannot write the capture " + options_.pcap_path;
+        return s;
+      }
+    }
+    if (trace_ != nullptr) {
+      if (Status s = trace_->Write(options_.trace_path); !s.ok()) {
+        *why = "cannot write the completion trace " + options_.trace_path +
+               ": " + std::strerror(s.code());
+        return s;
+      }
+    }
+    return Status::Ok();
+  }
+
   // ---- Sessions (session.h) ----
   sim::SimFabric& fabric() override { return *fabric_; }
+  void TookCompletions(const Session& s, uint32_t cq,
+                       const tp::WorkCompletion* wcs, int n) override {
+    if (trace_ != nullptr) {
+      trace_->Record(s.node, fabric_->clock().NowNs(), cq, wcs, n);
+    }
+  }
   Session* SessionOfNode(int32_t node) override {
     return node >= 0 && static_cast<size_t>(node) < nodes_.size()
                ? nodes_[static_cast<size_t>(node)]
@@ -389,10 +405,13 @@ class Server final : public FabricServer, public Sessions {
     }
     const uint64_t now = WallMs();
     bool any = false, outside = false, outside_long = true;
+    std::vector<pid_t> asleep;
     for (const auto& s : sessions_) {
       if (s->node < 0) return Advancing::kNo;  // saying hello
-      if (s->parked || AsleepOutside(s.get(), now)) {
-        any |= s->parked;
+      if (s->parked) {
+        any = true;
+      } else if (AsleepOutside(s.get(), now)) {
+        asleep.push_back(s->pid);
       } else if (options_.outside_ms > 0 &&
                  now - s->last_heard_ms >= options_.outside_ms) {
         outside = true;
@@ -402,6 +421,9 @@ class Server final : public FabricServer, public Sessions {
       }
     }
     if (!any) return Advancing::kNo;
+    // A sleeper with TCP bytes on their way between processes of the run is
+    // about to wake (outside_processes.h): time waits for it.
+    if (!asleep.empty() && !TcpQuiet(Pids(), asleep)) return Advancing::kNo;
     if (!outside) return Advancing::kEveryoneParked;
     return outside_long ? Advancing::kOutsideLong : Advancing::kSomeoneOutside;
   }
@@ -499,7 +521,7 @@ class Server final : public FabricServer, public Sessions {
       if (now - s->last_heard_ms > options_.watchdog_ms && !s->named) {
         s->named = true;
         std::fprintf(options_.log,
-                     "softfab fabricd: node %d (pid %d) has kept the fabric "
+                     "softfab: node %d (pid %d) has kept the fabric "
                      "from advancing for %llu ms: it is neither parked in a "
                      "call nor gone\n",
                      s->node, static_cast<int>(s->pid),
@@ -544,6 +566,8 @@ class Server final : public FabricServer, public Sessions {
   std::vector<uint8_t*> retired_windows_;  // of sessions gone, unmapped last
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;
+  std::unique_ptr<sim::PcapCapture> pcap_;
+  std::unique_ptr<CompletionTrace> trace_;
 };
 
 }  // namespace

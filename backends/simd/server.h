@@ -35,6 +35,11 @@ struct ServerOptions {
   // 0 (the default): never; time waits for every process, which keeps every
   // run exactly reproducible. Runs that use it may not be.
   uint64_t outside_ms = 0;
+  // When set: a RoCEv2 capture of every packet the fabric delivers
+  // (sim_pcap.h), and the per-process completion trace
+  // (completion_trace.h), written when Run() returns.
+  std::string pcap_path;
+  std::string trace_path;
   FILE* log = stderr;
 };
 
@@ -57,6 +62,9 @@ class FabricServer {
   // be -1) becomes readable. 0, or an errno value if the socket failed.
   virtual int Run(int stop_fd) = 0;
   virtual RunSummary summary() const = 0;
+  // After Run: closes the capture and writes the completion trace (when
+  // asked for). On failure `why` names the file and the cause.
+  [[nodiscard]] virtual Status Finish(std::string* why) = 0;
 };
 
 // Binds the socket and builds the fabric; on failure `why` says what.

@@ -269,6 +269,7 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       const int n = cq->Poll(static_cast<int>(req.count), wcs.data());
       r.count = n > 0 ? static_cast<uint32_t>(n) : 0;
       if (n < 0) r.status = -n;
+      if (n > 0) daemon.TookCompletions(*s, req.handle, wcs.data(), n);
       *out = MakeReply(op, r);
       for (uint32_t i = 0; i < r.count; ++i) out->Append(wcs[i]);
       return true;

@@ -39,18 +39,23 @@ struct MergeArgs {
 };
 
 // softfab run: programs as nodes of one simulated fabric.
-struct RunArgs {
-  int nodes = 0;  // 0: one per program of the MPMD form
+// What `run` and `fabricd` share: the fabric and what to record of it.
+struct FabricArgs {
   uint64_t seed = 1;
   uint64_t watchdog_ms = 10'000;
+  std::string scenario;  // topology and faults (no workload)
+  std::string pcap_path;
+  std::string trace_path;  // per-process completion trace
+};
+
+struct RunArgs : FabricArgs {
+  int nodes = 0;                     // 0: one per program of the MPMD form
   std::vector<std::string> command;  // CMD ARGS [: CMD ARGS]...
 };
 
 // softfab fabricd: a fabric for a launcher of its own.
-struct FabricdArgs {
+struct FabricdArgs : FabricArgs {
   int nodes = 0;
-  uint64_t seed = 1;
-  uint64_t watchdog_ms = 10'000;
 };
 
 int RunStudy(const StudyArgs& args);

@@ -1,5 +1,6 @@
 // softfab: the command line of the fault-injection studies (study, replay,
-// merge, info). Parses arguments with CLI11 and hands over to commands.h.
+// merge, info) and of the shared simulated fabric (run, fabricd). Parses
+// arguments with CLI11 and hands over to commands.h.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +26,20 @@ CLI::Validator ParsedBy(bool (*parse)(const std::string&, T*, std::string*),
         return parse(text, &ignored, &error) ? std::string() : error;
       },
       name);
+}
+
+// The options `run` and `fabricd` share.
+void AddFabricOptions(CLI::App* cmd, softfab::cli::FabricArgs* args) {
+  cmd->add_option("--scenario", args->scenario,
+                  "A scenario file whose topology and faults make the fabric "
+                  "(no workload section: the programs are the workload)");
+  cmd->add_option("--pcap", args->pcap_path,
+                  "Write every packet the fabric delivers here (RoCEv2 pcap)");
+  cmd->add_option("--trace", args->trace_path,
+                  "Write each process's completions (virtual time, CQ, QP, "
+                  "opcode, status, length) here, by node");
+  cmd->add_option("--watchdog-ms", args->watchdog_ms,
+                  "Name a process that keeps time from moving this long");
 }
 
 }  // namespace
@@ -96,8 +111,7 @@ int main(int argc, char** argv) {
   run_cmd->add_option("-n,--nodes", run.nodes,
                       "Processes (nodes); the MPMD form gives one each");
   run_cmd->add_option("--seed", run_seed_text, "The fabric's seed (default 1)");
-  run_cmd->add_option("--watchdog-ms", run.watchdog_ms,
-                      "Name a process that keeps time from moving this long");
+  AddFabricOptions(run_cmd, &run);
   run_cmd->add_option("command", run.command, "-- CMD ARGS [: CMD ARGS]...")
       ->required();
 
@@ -112,9 +126,7 @@ int main(int argc, char** argv) {
       ->required();
   fabricd_cmd->add_option("--seed", fabricd_seed_text,
                           "The fabric's seed (default 1)");
-  fabricd_cmd->add_option(
-      "--watchdog-ms", fabricd.watchdog_ms,
-      "Name a process that keeps time from moving this long");
+  AddFabricOptions(fabricd_cmd, &fabricd);
 
   CLI::App* info_cmd =
       app.add_subcommand("info", "List the backends and their devices.");

@@ -22,6 +22,8 @@
 #include "backends/simd/client.h"
 #include "backends/simd/server.h"
 #include "tools/softfab/commands.h"
+#include "tools/softfab/study_report.h"
+#include "tools/study/scenario.h"
 
 namespace softfab::cli {
 namespace {
@@ -60,12 +62,57 @@ std::vector<std::vector<std::string>> SplitPrograms(
   return programs;
 }
 
-void PrintSummary(const simd::RunSummary& s, FILE* out) {
+// The fabric `run` or `fabricd` (`who`) serves: the scenario's topology and
+// faults (or a plain fabric of `nodes` nodes), with at least `nodes` nodes,
+// and what to record. False, with the reason printed, when it cannot be.
+bool FabricOptions(const char* who, const FabricArgs& args, int nodes,
+                   simd::ServerOptions* options) {
+  std::string error;
+  for (const std::string* path : {&args.pcap_path, &args.trace_path}) {
+    if (!path->empty() && !PrepareOutputFile(*path, &error)) {
+      std::fprintf(stderr, "softfab %s: %s\n", who, error.c_str());
+      return false;
+    }
+  }
+  if (args.scenario.empty()) {
+    options->config.nodes = nodes;
+    options->config.master_seed = args.seed;
+  } else {
+    auto scenario = study::LoadScenario(args.scenario, &error,
+                                        study::ScenarioUse::kProgram);
+    if (!scenario.ok()) {
+      std::fprintf(stderr, "softfab %s: %s\n", who, error.c_str());
+      return false;
+    }
+    if (scenario->topology.nodes < nodes) {
+      std::fprintf(stderr,
+                   "softfab %s: %s has %d nodes, fewer than the %d "
+                   "processes\n",
+                   who, args.scenario.c_str(), scenario->topology.nodes, nodes);
+      return false;
+    }
+    options->config = study::SimConfigFor(*scenario, args.seed);
+  }
+  options->expected_nodes = nodes;
+  options->watchdog_ms = args.watchdog_ms;
+  options->pcap_path = args.pcap_path;
+  options->trace_path = args.trace_path;
+  return true;
+}
+
+// Closes what the server recorded and prints the summary; false when a
+// record could not be written.
+bool Finish(const char* who, simd::FabricServer& server) {
+  std::string error;
+  const bool ok = server.Finish(&error).ok();
+  if (!ok) std::fprintf(stderr, "softfab %s: %s\n", who, error.c_str());
+  const simd::RunSummary s = server.summary();
+  FILE* out = stderr;
   std::fprintf(out,
-               "softfab run: digest %016" PRIx64
+               "softfab %s: digest %016" PRIx64
                ", virtual time %.3f ms, "
                "%" PRIu64 " advances\n",
-               s.digest, static_cast<double>(s.now_ns) / 1e6, s.advances);
+               who, s.digest, static_cast<double>(s.now_ns) / 1e6, s.advances);
   std::fprintf(out,
                "  packets %" PRIu64 " sent, %" PRIu64
                " dropped; "
@@ -73,6 +120,7 @@ void PrintSummary(const simd::RunSummary& s, FILE* out) {
                "; completions %" PRIu64 "\n",
                s.stats.packets_sent, s.stats.packets_dropped,
                s.stats.retransmits, s.stats.rnr_naks, s.stats.completions);
+  return ok;
 }
 
 }  // namespace
@@ -105,11 +153,11 @@ int RunRun(const RunArgs& args) {
     return kExitUsage;
   }
   simd::ServerOptions options;
-  options.config.nodes = nodes;
-  options.config.master_seed = args.seed;
+  if (!FabricOptions("run", args, nodes, &options)) {
+    RemoveSocketDir(dir);
+    return kExitUsage;
+  }
   options.socket_path = dir + "/fabric.sock";
-  options.expected_nodes = nodes;
-  options.watchdog_ms = args.watchdog_ms;
   if (const char* o = std::getenv("SOFTFAB_OUTSIDE_MS")) {
     options.outside_ms = std::strtoull(o, nullptr, 10);
   }
@@ -165,9 +213,9 @@ int RunRun(const RunArgs& args) {
   waiter.join();
   close(stop[0]);
   close(stop[1]);
-  PrintSummary((*server)->summary(), stderr);
+  const bool recorded = Finish("run", **server);
   RemoveSocketDir(dir);
-  return worst;
+  return worst != 0 ? worst : recorded ? 0 : 1;
 }
 
 int RunFabricd(const FabricdArgs& args) {
@@ -181,11 +229,11 @@ int RunFabricd(const FabricdArgs& args) {
     return kExitUsage;
   }
   simd::ServerOptions options;
-  options.config.nodes = args.nodes;
-  options.config.master_seed = args.seed;
+  if (!FabricOptions("fabricd", args, args.nodes, &options)) {
+    RemoveSocketDir(dir);
+    return kExitUsage;
+  }
   options.socket_path = dir + "/fabric.sock";
-  options.expected_nodes = args.nodes;
-  options.watchdog_ms = args.watchdog_ms;
   auto server = simd::CreateFabricServer(options, &error);
   if (!server.ok()) {
     std::fprintf(stderr, "softfab fabricd: %s\n", error.c_str());
@@ -195,9 +243,9 @@ int RunFabricd(const FabricdArgs& args) {
   std::printf("%s=%s\n", simd::kFabricEnv, options.socket_path.c_str());
   std::fflush(stdout);
   const int rc = (*server)->Run(-1);
-  PrintSummary((*server)->summary(), stderr);
+  const bool recorded = Finish("fabricd", **server);
   RemoveSocketDir(dir);
-  return rc == 0 ? 0 : 1;
+  return rc == 0 && recorded ? 0 : 1;
 }
 
 }  // namespace softfab::cli

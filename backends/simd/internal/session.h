@@ -71,6 +71,11 @@ class Sessions : public sim::SimObserver {
  public:
   virtual sim::SimFabric& fabric() = 0;
   virtual Session* SessionOfNode(int32_t node) = 0;
+  // Completions a poll of `s`'s CQ `cq` took (for the completion trace).
+  virtual void TookCompletions(const Session& s, uint32_t cq,
+                               const tp::WorkCompletion* wcs, int n) {
+    (void)s, (void)cq, (void)wcs, (void)n;
+  }
 
  protected:
   ~Sessions() override = default;
