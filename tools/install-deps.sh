@@ -17,13 +17,13 @@ build_packages=(
   slurm-wlm munge                    # the one-node cluster of the Slurm test (tools/slurm)
   clang-14 libclang-rt-14-dev        # the fuzz targets (libFuzzer, ASan, UBSan)
   libfabric-dev libfabric-bin pkg-config  # the libfabric provider, fi_info, tools/install.sh
+  openmpi-bin libopenmpi-dev netpipe-openmpi  # Open MPI and NetPIPE over the provider
 )
 # Optional: qemu and the guest's busybox and module tools, plus the reference RDMA tools,
 # which the guest runs from the host's root.
 rxe_vm_packages=(
   qemu-system-x86 busybox-static cpio kmod xz-utils iproute2
   ibverbs-utils ibverbs-providers perftest rdmacm-utils
-  openmpi-bin libopenmpi-dev          # Open MPI over softfab's libfabric provider
 )
 case "${1:-}" in
   "") packages=("${build_packages[@]}") ;;

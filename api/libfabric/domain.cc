@@ -5,6 +5,7 @@
 // got the request; on verbs a context of its own on the fabric's device.
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,8 @@
 
 namespace softfab::libfabric {
 namespace {
+
+constexpr size_t kAvNamesMax = size_t{1} << 24;
 
 // ---- Memory registration ----
 
@@ -172,8 +175,12 @@ int OpenAv(fid_domain* df, fi_av_attr* attr, fid_av** out, void* context) {
   if (attr->name != nullptr || attr->rx_ctx_bits != 0) return -FI_ENOSYS;
   if (attr->flags != 0) return -FI_ENOSYS;
   auto* d = reinterpret_cast<Domain*>(df);
+  // fi_av(3): count is how many addresses the application expects, not a
+  // limit (Open MPI passes its local ranks and inserts every rank). An
+  // sf_av's count is its limit: give it room for as many endpoints as
+  // QP numbers can name.
   sf_av_attr a{};
-  a.count = attr->count;
+  a.count = std::max<size_t>(attr->count, kAvNamesMax);
   auto* av = new Av;
   const int rc = sf_av_open(d->sf, &a, &av->sf, av);
   if (rc != 0) {

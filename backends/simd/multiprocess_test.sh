@@ -7,10 +7,15 @@
 # a node the fabric does not have (refused with the reason).
 # Then unmodified Debian fi_pingpong through softfab's libfabric provider, as
 # two processes on the shared fabric: -e rdm, rdm tagged, msg and dgram, all
-# sizes, data checked (-v).
-#   multiprocess_test.sh SOFTFAB PINGPONG PROVIDER_SO
+# sizes, data checked (-v); under a lossy scenario (1% drop, 1% duplicate,
+# 1% reordered) twice with one seed (the same digest and completion traces)
+# and once with another (other retransmissions); a capture (--pcap). Then
+# unmodified Open MPI: mpirun -n 4 of tests/libfabric/mpi_ring.c (built with
+# mpicc) on `softfab fabricd`, clean and lossy (twice: the same digest and
+# traces), and NPopenmpi (NetPIPE) to completion.
+#   multiprocess_test.sh SOFTFAB PINGPONG PROVIDER_SO MPI_RING_C LOSSY_YAML
 set -uo pipefail
-softfab=$1 pingpong=$2 provider=${3:-}
+softfab=$1 pingpong=$2 provider=${3:-} mpi_ring_c=${4:-} lossy=${5:-}
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 failures=0
 check() {  # check NAME CONDITION...: one line per check, counted.
@@ -29,6 +34,7 @@ both() {  # both OUT ARGS...: the two sides under softfab run, output in OUT.
     "$pingpong" --backend sim --oob-port "$port" "$@" 127.0.0.1 >"$out" 2>&1
 }
 digest() { grep -o 'digest [0-9a-f]*, virtual time [0-9.]* ms' "$1"; }
+retransmissions() { grep -o 'retransmissions [0-9]*' "$1"; }
 
 sizes=8,1024,65536,1048576
 check "rdm, every size, two processes" both "$tmp/a" --busy --sizes $sizes --iters 20
@@ -64,12 +70,12 @@ check "a node out of range is refused" grep -q 'asked for node 9 of a fabric of 
 
 # Unmodified fi_pingpong (libfabric-bin). The server binds its port (-B) and
 # the client connects a second later (-P), as fi_pingpong expects.
-if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
+preload=""
+if [ -n "$provider" ]; then
   export FI_PROVIDER_PATH
   FI_PROVIDER_PATH=$(cd "$(dirname "$provider")" && pwd)
   # Built under a sanitizer (the asan/ubsan passes), the provider needs the
   # sanitizer's runtime in fi_pingpong, which Debian built without it.
-  preload=""
   for rt in asan ubsan; do
     if readelf -d "$provider" | grep -q "NEEDED.*lib$rt"; then
       preload=$(gcc -print-file-name=lib$rt.so)
@@ -78,6 +84,8 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   if [ -n "$preload" ]; then
     export LD_PRELOAD=$preload
   fi
+fi
+if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   for mode in "rdm" "rdm -m tagged" "msg" "dgram"; do
     port=$((port + 1))
     name="fi_pingpong -e $mode"
@@ -88,8 +96,91 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
     check "$name, two processes, all sizes, data checked" test $? -eq 0
     tail -n 3 "$tmp/fi"
   done
+  # A capture of a short run: a pcap file (magic a1b23c4d: nanoseconds).
+  port=$((port + 1))
+  timeout 120 "$softfab" run --pcap "$tmp/fi.pcap" -- fi_pingpong -p softfab -e rdm -S 1024 \
+    -I 10 -B "$port" : sh -c "sleep 1; exec fi_pingpong -p softfab -e rdm -S 1024 -I 10 \
+    -P $port 127.0.0.1" >"$tmp/fipcap" 2>&1
+  check "fi_pingpong with --pcap" test $? -eq 0
+  check "  ...a nanosecond pcap with packets" test "$(head -c 4 "$tmp/fi.pcap" | od -An -tx1 |
+    tr -d ' ')" = "4d3cb2a1" -a "$(stat -c %s "$tmp/fi.pcap")" -gt 1000
+  if [ -n "$preload" ]; then
+    # Under a sanitizer every run is several times slower: the lossy runs
+    # and the MPI jobs below are checked by the plain pass.
+    echo "(sanitizer build: the lossy fi_pingpong runs and the MPI jobs run in the plain pass)"
+  else
+    lossy_pingpong() {  # lossy_pingpong OUT SEED: rdm tagged, all sizes, lossy
+      port=$((port + 1))
+      timeout 240 "$softfab" run --scenario "$lossy" --seed "$2" --trace "$1.trace" -- \
+        fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -B "$port" : sh -c \
+        "sleep 1; exec fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -P $port \
+        127.0.0.1" >"$1" 2>&1
+    }
+    check "fi_pingpong under loss (1% drop, duplicate, reorder), data checked" \
+      lossy_pingpong "$tmp/l1" 1
+    check "  ...packets were dropped and retransmitted" grep -qE 'retransmissions [1-9]' "$tmp/l1"
+    check "  ...the same seed again" lossy_pingpong "$tmp/l2" 1
+    check "  ...the same digest and virtual time" test -n "$(digest "$tmp/l1")" -a \
+      "$(digest "$tmp/l1")" = "$(digest "$tmp/l2")"
+    check "  ...the same completion trace, node by node" cmp -s "$tmp/l1.trace" "$tmp/l2.trace"
+    check "  ...another seed" lossy_pingpong "$tmp/l3" 2
+    check "  ...other retransmissions" test "$(retransmissions "$tmp/l1")" != \
+      "$(retransmissions "$tmp/l3")"
+    grep -h 'softfab run:' -A1 "$tmp/l1" "$tmp/l2" "$tmp/l3"
+  fi
 else
   echo "FAIL fi_pingpong (libfabric-bin) or the provider is missing"
+  failures=$((failures + 1))
+fi
+
+# Unmodified Open MPI (mtl ofi over the provider) on a fabric `softfab fabricd`
+# serves: mpirun starts the ranks, each takes its node from its rank.
+fabricd_mpirun() {  # fabricd_mpirun OUT N FABRICD_ARGS -- PROGRAM ARGS
+  local out=$1 n=$2; shift 2
+  local fd_args=()
+  while [ "$1" != "--" ]; do fd_args+=("$1"); shift; done
+  shift
+  "$softfab" fabricd --nodes "$n" "${fd_args[@]}" >"$out.env" 2>"$out.fabricd" &
+  local fd=$!
+  for _ in $(seq 50); do grep -q SOFTFAB_FABRIC "$out.env" && break; sleep 0.1; done
+  local fabric
+  fabric=$(sed -n 's/^SOFTFAB_FABRIC=//p' "$out.env")
+  SOFTFAB_FABRIC=$fabric timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
+    -x SOFTFAB_FABRIC -x FI_PROVIDER_PATH --mca pml cm --mca mtl ofi \
+    --mca mtl_ofi_provider_include softfab "$@" >"$out" 2>&1
+  local rc=$?
+  wait "$fd" || rc=1
+  cat "$out.fabricd" >>"$out"
+  return $rc
+}
+if [ -n "$preload" ]; then
+  echo "(sanitizer build: Open MPI runs in the plain pass)"
+elif command -v mpicc >/dev/null && command -v mpirun >/dev/null && [ -n "$mpi_ring_c" ]; then
+  mpicc -O2 -o "$tmp/mpi_ring" "$mpi_ring_c"
+  check "Open MPI: mpirun -n 4 on softfab fabricd" fabricd_mpirun "$tmp/m1" 4 -- "$tmp/mpi_ring"
+  check "  ...ring, all-to-all, any source, 0 B to 4 MiB, every byte" \
+    grep -q "^mpi_ring: 4 ranks, 0 errors" "$tmp/m1"
+  check "Open MPI under loss" fabricd_mpirun "$tmp/m2" 4 --scenario "$lossy" --trace \
+    "$tmp/m2.trace" -- "$tmp/mpi_ring"
+  check "  ...every byte" grep -q "^mpi_ring: 4 ranks, 0 errors" "$tmp/m2"
+  check "  ...packets were dropped and retransmitted" grep -qE 'retransmissions [1-9]' "$tmp/m2"
+  check "  ...the same seed again" fabricd_mpirun "$tmp/m3" 4 --scenario "$lossy" --trace \
+    "$tmp/m3.trace" -- "$tmp/mpi_ring"
+  check "  ...the same digest and virtual time" test -n "$(digest "$tmp/m2")" -a \
+    "$(digest "$tmp/m2")" = "$(digest "$tmp/m3")"
+  check "  ...the same completion trace, node by node" cmp -s "$tmp/m2.trace" "$tmp/m3.trace"
+  grep -h 'softfab fabricd:' -A1 "$tmp/m1" "$tmp/m2" "$tmp/m3"
+  if command -v NPopenmpi >/dev/null; then
+    # NetPIPE sizes its repetitions from the wall clock: no determinism check.
+    check "NPopenmpi -u 65536 to completion" fabricd_mpirun "$tmp/np" 2 -- NPopenmpi -u 65536 \
+      -o "$tmp/np.out"
+    tail -n 3 "$tmp/np"
+  else
+    echo "FAIL NPopenmpi (netpipe-openmpi) is missing"
+    failures=$((failures + 1))
+  fi
+else
+  echo "FAIL mpicc / mpirun (openmpi-bin, libopenmpi-dev) or mpi_ring.c is missing"
   failures=$((failures + 1))
 fi
 
