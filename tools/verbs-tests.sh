@@ -48,7 +48,7 @@ suites=(
   "conformance_send_test_over_fi:tests/libfabric/sf_over_fi/conformance_send_test_over_fi:*/verbs"
   "conformance_more_test_over_fi:tests/libfabric/sf_over_fi/conformance_more_test_over_fi:*/verbs-*SharedReceiveContextServesHundredEndpoints*"
   "buffer_shape_test_over_fi:tests/libfabric/sf_over_fi/buffer_shape_test_over_fi:*/verbs"
-  "fabtests_unit_test_over_fi:tests/libfabric/sf_over_fi/fabtests_unit_test_over_fi:*/verbs-*SharedCtx.RdmSharedRx/*:*SharedCtx.MsgSharedRx/*:*SreadTimeoutAndPending*"
+  "fabtests_unit_test_over_fi:tests/libfabric/sf_over_fi/fabtests_unit_test_over_fi:*/verbs-*SharedCtx.RdmSharedRx/*:*SharedCtx.MsgSharedRx/*:*SreadTimeoutAndPending*:*FabtestsAvTest.InsertGoodBadVector*"
   "fabtests_functional_test_over_fi:tests/libfabric/sf_over_fi/fabtests_functional_test_over_fi:*/verbs-*SigintStillKillsAfterSetup*"
 )
 if [ "${1:-}" = --list ]; then

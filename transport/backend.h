@@ -136,6 +136,11 @@ class Backend {
   // run the fabric (the simulator's polls) or find what the device did.
   virtual void NothingToRead() {}
 
+  // Why the fabric can no longer be used at all (the shared simulator's
+  // daemon is gone); OK while it can. A read that finds nothing and a wait
+  // fail with it instead of reporting "nothing yet" for ever.
+  virtual Status health() const { return Status::Ok(); }
+
   // The simulation's controls, or null when the devices are real.
   virtual Simulation* simulation() = 0;
 };

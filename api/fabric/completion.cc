@@ -60,7 +60,11 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   if (n < 0) {
     last_error = n == -EAGAIN ? "no completion is ready"
                               : "an error completion is next: sf_cq_readerr";
-    if (n == -EAGAIN && idle) cq->domain->fabric->backend->NothingToRead();
+    if (n == -EAGAIN) {
+      transport::Backend& backend = *cq->domain->fabric->backend;
+      if (idle) backend.NothingToRead();
+      if (Status h = backend.health(); !h.ok()) return Fail(h);
+    }
     return n;
   }
   for (int i = 0; i < n; ++i) {
@@ -76,8 +80,9 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags,
   SyncWaitFds(eq->fabric);
   if (!ev.ok()) {
     last_error = ev.status().message();
-    if (ev.status().code() == EAGAIN && idle) {
-      eq->fabric->backend->NothingToRead();
+    if (ev.status().code() == EAGAIN) {
+      if (idle) eq->fabric->backend->NothingToRead();
+      if (Status h = eq->fabric->backend->health(); !h.ok()) return Fail(h);
     }
     return -ev.status().code();
   }

@@ -122,6 +122,10 @@ ssize_t WaitFor(Fabric* f, const std::vector<Domain*>& domains, int timeout_ms,
   backend.SetPollHorizon(std::min(outer, deadline));
   ssize_t n;
   while ((n = try_read()) == -EAGAIN) {
+    if (Status h = backend.health(); !h.ok()) {
+      n = Fail(h);
+      break;
+    }
     if (deadline != UINT64_MAX && backend.clock().NowNs() >= deadline) {
       n = Fail(ETIMEDOUT, "timed out");
       break;

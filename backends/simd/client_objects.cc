@@ -600,6 +600,10 @@ class SimdBackend final : public tp::Backend {
                                        : tp::WaitResult::kWoken;
   }
   void NothingToRead() override { (void)Park(UINT64_MAX); }
+  Status health() const override {
+    return c_->broken() ? Status(EIO, "the fabric daemon is gone")
+                        : Status::Ok();
+  }
   uint64_t SetPollHorizon(uint64_t) override { return UINT64_MAX; }
   // A wait fd must never put the process to sleep outside the fabric (time
   // would wait for it for ever): it always says "read".

@@ -3,6 +3,11 @@
 #include "backends/simd/outside_processes.h"
 
 #include <dirent.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +80,66 @@ int AnyQueued(const char* path, const std::vector<unsigned long>& senders,
   return found;
 }
 
+// Whether a Unix socket whose inode is in the sorted `sleepers` has bytes
+// (or, listening, connections) in its receive queue, asked of the kernel's
+// socket diagnostics (NETLINK_SOCK_DIAG, UDIAG_SHOW_RQLEN): /proc/net/unix
+// shows no queue lengths. -1 when the kernel cannot be asked.
+int AnyUnixQueued(const std::vector<unsigned long>& sleepers) {
+  const int fd =
+      socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+  if (fd < 0) return -1;
+  struct {
+    nlmsghdr header;
+    unix_diag_req request;
+  } ask{};
+  ask.header.nlmsg_len = sizeof ask;
+  ask.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  ask.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  ask.request.sdiag_family = AF_UNIX;
+  ask.request.udiag_states = ~0u;
+  ask.request.udiag_show = UDIAG_SHOW_RQLEN;
+  if (send(fd, &ask, sizeof ask, 0) != static_cast<ssize_t>(sizeof ask)) {
+    close(fd);
+    return -1;
+  }
+  int found = 0;
+  alignas(nlmsghdr) char buf[32768];
+  for (bool done = false; !done;) {
+    const ssize_t got = recv(fd, buf, sizeof buf, 0);
+    if (got <= 0) {
+      found = -1;
+      break;
+    }
+    int n = static_cast<int>(got);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, n);
+         h = NLMSG_NEXT(h, n)) {
+      if (h->nlmsg_type == NLMSG_DONE) {
+        done = true;
+        break;
+      }
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        found = -1;
+        done = true;
+        break;
+      }
+      const auto* msg = static_cast<const unix_diag_msg*>(NLMSG_DATA(h));
+      if (!std::binary_search(sleepers.begin(), sleepers.end(),
+                              static_cast<unsigned long>(msg->udiag_ino))) {
+        continue;
+      }
+      int len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *msg));
+      for (auto* a = reinterpret_cast<const rtattr*>(msg + 1); RTA_OK(a, len);
+           a = RTA_NEXT(a, len)) {
+        if (a->rta_type != UNIX_DIAG_RQLEN) continue;
+        const auto* q = static_cast<const unix_diag_rqlen*>(RTA_DATA(a));
+        if (q->udiag_rqueue != 0) found = 1;
+      }
+    }
+  }
+  close(fd);
+  return found;
+}
+
 }  // namespace
 
 bool AllThreadsSleep(pid_t pid) {
@@ -101,8 +166,8 @@ bool AllThreadsSleep(pid_t pid) {
   return any && all;
 }
 
-bool TcpQuiet(const std::vector<pid_t>& pids,
-              const std::vector<pid_t>& sleepers) {
+bool SocketsQuiet(const std::vector<pid_t>& pids,
+                  const std::vector<pid_t>& sleepers) {
   std::vector<unsigned long> senders, asleep;
   for (pid_t pid : pids) SocketInodes(pid, &senders);
   for (pid_t pid : sleepers) SocketInodes(pid, &asleep);
@@ -113,7 +178,24 @@ bool TcpQuiet(const std::vector<pid_t>& pids,
     // Queued, or unreadable: not known to be quiet.
     if (AnyQueued(path, senders, asleep) != 0) return false;
   }
-  return true;
+  return asleep.empty() || AnyUnixQueued(asleep) == 0;
+}
+
+pid_t ParentOf(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/stat";
+  FILE* f = std::fopen(path.c_str(), "r");
+  if (f == nullptr) return 0;
+  char buf[512];
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  buf[n] = '\0';
+  // "pid (comm) S PPID ...": the parent follows the state.
+  const char* close_paren = std::strrchr(buf, ')');
+  if (close_paren == nullptr) return 0;
+  char state = 0;
+  int ppid = 0;
+  if (std::sscanf(close_paren + 1, " %c %d", &state, &ppid) != 2) return 0;
+  return static_cast<pid_t>(ppid);
 }
 
 }  // namespace softfab::simd

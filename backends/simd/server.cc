@@ -151,10 +151,27 @@ class Server final : public FabricServer, public Sessions {
     }
   }
 
-  std::vector<pid_t> Pids() const {
+  // With a process asleep outside the fabric, the launchers that started
+  // the processes (mpirun, orted: each session's parent, unless it is this
+  // daemon's own process, as under `softfab run`) count as processes of
+  // the run: they must be asleep too (a launcher still writing a fence's
+  // release to one rank after another would otherwise let time move before
+  // the last rank has woken), and no bytes may be on their way to any
+  // sleeper (outside_processes.h). `asleep` gets the launchers added.
+  bool LaunchersQuiet(std::vector<pid_t>* asleep) const {
     std::vector<pid_t> pids;
     for (const auto& s : sessions_) pids.push_back(s->pid);
-    return pids;
+    for (const auto& s : sessions_) {
+      const pid_t p = s->parent;
+      if (p <= 1 || p == getpid() ||
+          std::find(pids.begin(), pids.end(), p) != pids.end()) {
+        continue;
+      }
+      if (!AllThreadsSleep(p)) return false;
+      pids.push_back(p);
+      asleep->push_back(p);
+    }
+    return SocketsQuiet(pids, *asleep);
   }
 
   RunSummary summary() const override {
@@ -269,6 +286,7 @@ class Server final : public FabricServer, public Sessions {
     auto s = std::make_unique<Session>();
     s->fd = fd;
     s->pid = cred.pid;
+    s->parent = ParentOf(cred.pid);
     s->last_heard_ms = WallMs();
     sessions_.push_back(std::move(s));
   }
@@ -423,7 +441,7 @@ class Server final : public FabricServer, public Sessions {
     if (!any) return Advancing::kNo;
     // A sleeper with TCP bytes on their way between processes of the run is
     // about to wake (outside_processes.h): time waits for it.
-    if (!asleep.empty() && !TcpQuiet(Pids(), asleep)) return Advancing::kNo;
+    if (!asleep.empty() && !LaunchersQuiet(&asleep)) return Advancing::kNo;
     if (!outside) return Advancing::kEveryoneParked;
     return outside_long ? Advancing::kOutsideLong : Advancing::kSomeoneOutside;
   }

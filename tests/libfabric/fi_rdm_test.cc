@@ -605,6 +605,30 @@ TEST(FiRdm, BufferedReceiveNamesTheApplicationsEndpoint) {
   EXPECT_EQ(e.op_context, &sctx);
 }
 
+// fi_av(3): an AV's count is how many addresses the application expects,
+// not a limit (Open MPI opens one for its local ranks and inserts them all).
+TEST(FiRdm, AvCountIsAHintNotALimit) {
+  RdmPair p;
+  ASSERT_NO_FATAL_FAILURE(p.Open(FI_MSG, FI_CQ_FORMAT_MSG));
+  fi_av_attr attr{};
+  attr.type = FI_AV_TABLE;
+  attr.count = 1;
+  fid_av* av = nullptr;
+  ASSERT_EQ(fi_av_open(p.side[0].domain, &attr, &av, nullptr), 0);
+  std::vector<uint8_t> names;
+  for (auto& side : p.side) {
+    size_t len = 64;
+    uint8_t name[64];
+    ASSERT_EQ(fi_getname(&side.ep->fid, name, &len), 0);
+    names.insert(names.end(), name, name + len);
+  }
+  fi_addr_t addr[2] = {FI_ADDR_NOTAVAIL, FI_ADDR_NOTAVAIL};
+  EXPECT_EQ(fi_av_insert(av, names.data(), 2, addr, 0, nullptr), 2);
+  EXPECT_NE(addr[0], FI_ADDR_NOTAVAIL);
+  EXPECT_NE(addr[1], FI_ADDR_NOTAVAIL);
+  EXPECT_EQ(fi_close(&av->fid), 0);
+}
+
 // FI_SOFTFAB_SIM_SCENARIO: a scenario file's topology and faults make the
 // simulated fabric (simulator only: a verbs fabric has real faults).
 class ScenarioEnv {

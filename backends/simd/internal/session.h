@@ -38,6 +38,7 @@ struct SessionQp {
 struct Session {
   int fd = -1;
   pid_t pid = 0;
+  pid_t parent = 0;  // its launcher (mpirun, orted, softfab run)
   int32_t node = -1;
   tp::Device* device = nullptr;
   uint8_t* window = nullptr;  // the process's memfd, kWindowBytes mapped
