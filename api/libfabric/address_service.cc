@@ -5,6 +5,7 @@
 // with nothing, as a port without a listener would be.
 #include "api/libfabric/address_service.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
@@ -16,6 +17,8 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+
+#include "backends/simd/address_client.h"
 
 namespace softfab::libfabric {
 namespace {
@@ -191,8 +194,7 @@ int LookUpName(const IpAddress& addr, int timeout_ms, std::string* device,
 }
 
 int NameResponder::Start(const IpAddress& addr, const Name& name,
-                         std::unique_ptr<NameResponder>* out,
-                         std::string* why) {
+                         std::unique_ptr<Answerer>* out, std::string* why) {
   std::unique_ptr<NameResponder> r(new NameResponder);
   CmId cm;
   if (int rc = cm.Open(why); rc != 0) return rc;
@@ -267,6 +269,77 @@ NameResponder::~NameResponder() {
   if (listener_ != nullptr) rdma_destroy_id(listener_);
   if (channel_ != nullptr) rdma_destroy_event_channel(channel_);
   if (stop_fd_ >= 0) close(stop_fd_);
+}
+
+namespace {
+
+// The IPv4 address (host order) and port of `addr`; false for IPv6.
+bool Ipv4Of(const IpAddress& addr, uint32_t* ip, uint16_t* port,
+            std::string* why) {
+  if (addr.addr.ss_family != AF_INET) {
+    *why = "the shared simulated fabric's addresses are IPv4";
+    return false;
+  }
+  const auto* in = reinterpret_cast<const sockaddr_in*>(&addr.addr);
+  *ip = ntohl(in->sin_addr.s_addr);
+  *port = ntohs(in->sin_port);
+  return true;
+}
+
+class SharedAnswerer : public Answerer {
+ public:
+  explicit SharedAnswerer(std::unique_ptr<simd::AddressBinding> b)
+      : binding_(std::move(b)) {}
+
+ private:
+  std::unique_ptr<simd::AddressBinding> binding_;
+};
+
+int FiErrno(int code) {
+  switch (code) {
+    case ECONNREFUSED:
+      return -FI_ECONNREFUSED;
+    case EADDRINUSE:
+      return -FI_EADDRINUSE;
+    default:
+      return -FI_EIO;
+  }
+}
+
+}  // namespace
+
+int LookUpSharedName(const IpAddress& addr, Name* name, std::string* why) {
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  if (!Ipv4Of(addr, &ip, &port, why)) return -FI_EINVAL;
+  uint8_t raw[simd::kNameBytes];
+  const Status s = simd::LookUpAddress(ip, port, raw, why);
+  if (!s.ok()) {
+    *why = HostOf(addr) + ": " + *why;
+    return FiErrno(s.code());
+  }
+  std::memcpy(name->data(), raw, SF_NAME_BYTES);
+  return 0;
+}
+
+int StartSharedAnswerer(const IpAddress& addr, const Name& name,
+                        std::unique_ptr<Answerer>* out, std::string* why) {
+  uint32_t ip = 0;
+  uint16_t port = 0;
+  if (!Ipv4Of(addr, &ip, &port, why)) return -FI_EINVAL;
+  if (port == 0) {
+    *why = "a listener on the shared simulated fabric needs a port";
+    return -FI_EINVAL;
+  }
+  uint8_t raw[simd::kNameBytes];
+  std::memcpy(raw, name.data(), SF_NAME_BYTES);
+  auto binding = simd::BindAddress(ip, port, raw, why);
+  if (!binding.ok()) {
+    *why = "cannot listen at " + HostOf(addr) + ": " + *why;
+    return FiErrno(binding.status().code());
+  }
+  *out = std::make_unique<SharedAnswerer>(std::move(*binding));
+  return 0;
 }
 
 }  // namespace softfab::libfabric

@@ -57,14 +57,22 @@ int DeviceOfAddress(const IpAddress& addr, std::string* device,
 int LookUpName(const IpAddress& addr, int timeout_ms, std::string* device,
                Name* name, std::string* why);
 
+// Something that answers lookups of one endpoint's name at an address
+// until destroyed: a NameResponder on verbs, a binding in the shared
+// simulated fabric's address book (backends/simd/address_client.h).
+class Answerer {
+ public:
+  virtual ~Answerer() = default;
+};
+
 // Answers lookups at an address with one name until destroyed.
-class NameResponder {
+class NameResponder : public Answerer {
  public:
   // Binds and listens at `addr` (-FI_EADDRINUSE when another listener has
   // it, -FI_EADDRNOTAVAIL when no RDMA device owns it).
   static int Start(const IpAddress& addr, const Name& name,
-                   std::unique_ptr<NameResponder>* out, std::string* why);
-  ~NameResponder();
+                   std::unique_ptr<Answerer>* out, std::string* why);
+  ~NameResponder() override;
   NameResponder(const NameResponder&) = delete;
   NameResponder& operator=(const NameResponder&) = delete;
 
@@ -82,6 +90,12 @@ class NameResponder {
   IpAddress bound_;
   std::thread thread_;
 };
+
+// The same on the simulated fabric several processes share (SOFTFAB_FABRIC):
+// the daemon's address book instead of the connection manager. IPv4 only.
+int LookUpSharedName(const IpAddress& addr, Name* name, std::string* why);
+int StartSharedAnswerer(const IpAddress& addr, const Name& name,
+                        std::unique_ptr<Answerer>* out, std::string* why);
 
 }  // namespace softfab::libfabric
 

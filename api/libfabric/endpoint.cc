@@ -72,7 +72,8 @@ int ControlEp(fid* f, int command, void* arg) {
   Ep* ep = Of(f);
   int rc = sf_enable(ep->sf);
   if (rc == 0 && ep->responder == nullptr) {
-    rc = StartAnswering(ep->answer_at.get(), &ep->sf->fid, &ep->responder);
+    rc = StartAnswering(*ep->domain->fabric, ep->answer_at.get(), &ep->sf->fid,
+                        &ep->responder);
   }
   return rc;
 }
@@ -182,7 +183,8 @@ int Listen(fid_pep* pf) {
   Pep* pep = reinterpret_cast<Pep*>(pf);
   int rc = sf_listen(pep->sf);
   if (rc == 0 && pep->responder == nullptr) {
-    rc = StartAnswering(pep->answer_at.get(), &pep->sf->fid, &pep->responder);
+    rc = StartAnswering(*pep->fabric, pep->answer_at.get(), &pep->sf->fid,
+                        &pep->responder);
   }
   return rc;
 }
@@ -261,15 +263,18 @@ std::unique_ptr<IpAddress> AnswerAddressOf(const fi_info* info) {
   return at;
 }
 
-int StartAnswering(const IpAddress* at, sf_fid* f,
-                   std::unique_ptr<NameResponder>* responder) {
-  if (at == nullptr) return 0;
+int StartAnswering(const Fabric& fabric, const IpAddress* at, sf_fid* f,
+                   std::unique_ptr<Answerer>* responder) {
+  // On the simulator in one process nobody can ask (fi_getinfo finds no
+  // address there): nothing to answer.
+  if (at == nullptr || (fabric.choice.sim && !SharedSimAddressing())) return 0;
   Name name{};
   size_t len = name.size();
   int rc = sf_getname(f, name.data(), &len);
   if (rc != 0) return rc;
   std::string why;
-  rc = NameResponder::Start(*at, name, responder, &why);
+  rc = fabric.choice.sim ? StartSharedAnswerer(*at, name, responder, &why)
+                         : NameResponder::Start(*at, name, responder, &why);
   if (rc != 0) FI_WARN(&provider, FI_LOG_EP_CTRL, "%s\n", why.c_str());
   return rc;
 }

@@ -71,11 +71,17 @@ size_t MtuBytes(int mtu) { return mtu >= 1 && mtu <= 5 ? 128u << mtu : 1024; }
 // FI_SOFTFAB_BACKEND=sim). With `ip_device` set (node / service addressing:
 // the device that owns or reaches the address; "" for a wildcard address)
 // only verbs devices are offered, that one when named.
-std::vector<FabricEntry> Fabrics(const std::string* ip_device = nullptr) {
+std::string BackendParam() {
   char* backend = nullptr;
   fi_param_get_str(&provider, "backend", &backend);
-  const std::string want = backend ? backend : "";
+  return backend ? backend : "";
+}
+
+std::vector<FabricEntry> Fabrics(const std::string* ip_device = nullptr,
+                                 bool shared_sim = false) {
+  const std::string want = BackendParam();
   std::vector<FabricEntry> out;
+  if (shared_sim) return {{kSimName, 4096}};
   if (want != kSimName) {
     int n = 0;
     sfv_device** list = sfv_get_device_list(&n);
@@ -311,6 +317,13 @@ fi_info* Build(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
 
 }  // namespace
 
+bool SharedSimAddressing() {
+  const char* fabric = std::getenv("SOFTFAB_FABRIC");
+  const std::string want = BackendParam();
+  return fabric != nullptr && *fabric != '\0' &&
+         (want.empty() || want == kSimName);
+}
+
 bool ParseFabricName(const char* name, FabricChoice* out) {
   if (name == nullptr || *name == '\0') return false;
   out->sim = strcmp(name, kSimName) == 0;
@@ -330,14 +343,17 @@ int GetInfo(uint32_t version, const char* node, const char* service,
   Name name{};
   std::string device;
   const bool by_ip = node != nullptr || service != nullptr;
+  const bool shared_sim = by_ip && SharedSimAddressing();
   if (by_ip) {
     const bool passive = (flags & FI_SOURCE) || node == nullptr;
     std::string why;
     int rc = ParseIpAddress(node, service, passive, &ip, &why);
-    if (rc == 0 && passive && node != nullptr) {
+    if (rc == 0 && passive && node != nullptr && !shared_sim) {
       rc = DeviceOfAddress(ip, &device, &why);
     }
-    if (rc == 0 && !passive) {
+    if (rc == 0 && !passive && shared_sim) {
+      rc = LookUpSharedName(ip, &name, &why);
+    } else if (rc == 0 && !passive) {
       int timeout_ms = 2000;
       fi_param_get_int(&provider, "lookup_timeout_ms", &timeout_ms);
       rc = LookUpName(ip, timeout_ms, &device, &name, &why);
@@ -354,7 +370,7 @@ int GetInfo(uint32_t version, const char* node, const char* service,
   }
   fi_info* head = nullptr;
   fi_info** tail = &head;
-  for (const FabricEntry& f : Fabrics(by_ip ? &device : nullptr)) {
+  for (const FabricEntry& f : Fabrics(by_ip ? &device : nullptr, shared_sim)) {
     for (fi_ep_type type : {FI_EP_RDM, FI_EP_MSG, FI_EP_DGRAM}) {
       const size_t max_msg = type == FI_EP_DGRAM ? f.dgram_max : kMaxMsgSize;
       if (!Fits(hints, f, type, max_msg, version)) continue;

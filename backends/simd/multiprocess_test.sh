@@ -14,9 +14,11 @@
 # unmodified Open MPI: mpirun -n 4 of tests/libfabric/mpi_ring.c (built with
 # mpicc) on `softfab fabricd`, clean and lossy (with a completion trace), and
 # NPopenmpi (NetPIPE) to completion.
-#   multiprocess_test.sh SOFTFAB PINGPONG PROVIDER_SO MPI_RING_C LOSSY_YAML
+# And node / service addressing through the daemon's address book
+# (tests/libfabric/fi_node_service_test, each case a process of its own).
+#   multiprocess_test.sh SOFTFAB PINGPONG PROVIDER_SO MPI_RING_C LOSSY_YAML NODE_SERVICE_TEST
 set -uo pipefail
-softfab=$1 pingpong=$2 provider=${3:-} mpi_ring_c=${4:-} lossy=${5:-}
+softfab=$1 pingpong=$2 provider=${3:-} mpi_ring_c=${4:-} lossy=${5:-} node_service=${6:-}
 tmp=${TEST_TMPDIR:-$(mktemp -d)}
 failures=0
 check() {  # check NAME CONDITION...: one line per check, counted.
@@ -158,6 +160,22 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   fi
 else
   echo "FAIL fi_pingpong (libfabric-bin) or the provider is missing"
+  failures=$((failures + 1))
+fi
+
+# fi_getinfo(node, service): a listener's address and port bound in the
+# daemon's address book, a client's lookup answered with its name.
+if [ -n "$node_service" ] && [ -n "$provider" ]; then
+  for case in AnAddressWhereNothingListensFindsNothing MsgListenerAtAPortIsConnectedToByAddress \
+    RdmEndpointAtAPortIsReachedByAddress; do
+    SOFTFAB_VERBS_ADDR=127.0.0.1 timeout 60 "$softfab" run -n 1 -- "$node_service" \
+      --gtest_filter="FiNodeService.$case" >"$tmp/ns" 2>&1
+    rc=$?
+    check "node / service on the shared fabric: $case" test "$rc" -eq 0 -a \
+      "$(grep -c '^\[       OK \]' "$tmp/ns")" = 1
+  done
+else
+  echo "FAIL fi_node_service_test or the provider is missing"
   failures=$((failures + 1))
 fi
 

@@ -73,6 +73,11 @@ enum class Op : uint32_t {
   kPark,  // wait until virtual time moved and something concerns us;
           // flags 1: do not wait, just take the ranges written so far
   kGrow,  // the client grew its memfd to Request::a bytes
+  // Address sessions (Hello for kAddressSessionNode, no memfd): IP address
+  // and port to endpoint name, for fi_getinfo's node / service. a: IPv4
+  // address (host order, 0: any), b: port; the name is the tail.
+  kBindAddress,    // EADDRINUSE when the address and port are taken
+  kLookUpAddress,  // the name as the reply's tail; ECONNREFUSED: none
   kOpsEnd,
   // Daemon to client, while the client is parked.
   kPull = 100,  // copy user memory into shadow range (a, b): then kPullDone
@@ -154,6 +159,11 @@ struct Range {
   uint64_t offset = 0;
   uint64_t length = 0;
 };
+
+// The node an address session says hello as: it is no node, has no
+// memory, does not take part in time, and may only bind and look up.
+inline constexpr int32_t kAddressSessionNode = -2;
+inline constexpr size_t kNameBytes = 28;  // SF_NAME_BYTES
 
 struct Hello {
   uint32_t version = kProtocolVersion;

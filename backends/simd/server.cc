@@ -17,10 +17,12 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/sim/sim_pcap.h"
+#include "backends/simd/address_book.h"
 #include "backends/simd/completion_trace.h"
 #include "backends/simd/internal/session.h"
 #include "backends/simd/outside_processes.h"
@@ -316,6 +318,10 @@ class Server final : public FabricServer, public Sessions {
       return;
     }
     if (passed >= 0) close(passed);
+    if (s->address_only) {
+      ServeAddress(s, h.op, req, tail, h.tail_bytes);
+      return;
+    }
     if (s->node < 0) {
       Drop(s, "spoke before saying hello");
       return;
@@ -349,11 +355,18 @@ class Server final : public FabricServer, public Sessions {
   // kHello: the process's node, protocol version and memfd. Empty when
   // accepted.
   std::string Hello(Session* s, const Request& req, int memfd) {
-    if (s->node >= 0) return "said hello twice";
+    if (s->node >= 0 || s->address_only) return "said hello twice";
     const int32_t node = static_cast<int32_t>(req.handle);
     if (req.count != kProtocolVersion) {
       return "speaks protocol version " + std::to_string(req.count) +
              ", this daemon " + std::to_string(kProtocolVersion);
+    }
+    if (node == kAddressSessionNode) {
+      if (memfd >= 0) close(memfd);
+      s->address_only = true;
+      Reply reply;
+      Message m(Op::kHello, &reply, sizeof reply);
+      return Send(s, m) ? "" : "cannot be written to";
     }
     if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) {
       return "asked for node " + std::to_string(node) + " of a fabric of " +
@@ -380,6 +393,44 @@ class Server final : public FabricServer, public Sessions {
     if (!Send(s, m)) return "cannot be written to";
     return "";
   }
+  // An address session's requests (address_book.h).
+  void ServeAddress(Session* s, Op op, const Request& req, const uint8_t* tail,
+                    uint32_t tail_bytes) {
+    Reply r;
+    EndpointName name{};
+    const uint32_t ip = static_cast<uint32_t>(req.a);
+    const uint16_t port = static_cast<uint16_t>(req.b);
+    if ((op != Op::kBindAddress && op != Op::kLookUpAddress) ||
+        req.a > UINT32_MAX || req.b > UINT16_MAX ||
+        (op == Op::kBindAddress && tail_bytes != kNameBytes)) {
+      Drop(s, "an address session may only bind and look up addresses");
+      return;
+    }
+    std::optional<EndpointName> found;
+    if (op == Op::kBindAddress) {
+      std::memcpy(name.data(), tail, kNameBytes);
+      if (!book_.Bind(s, ip, port, name)) r.status = EADDRINUSE;
+    } else {
+      found = book_.Find(ip, port);
+      if (!found) r.status = ECONNREFUSED;
+    }
+    Message m(op, &r, sizeof r);
+    if (found) m.AppendBytes(found->data(), found->size());
+    if (!Send(s, m)) Drop(s, nullptr);
+  }
+  // The node of the process an address session belongs to (its pid's node
+  // session), or -1.
+  int32_t NodeOfOwner(const void* owner) const {
+    pid_t pid = 0;
+    for (const auto& s : sessions_) {
+      if (s.get() == owner) pid = s->pid;
+    }
+    for (const auto& s : sessions_) {
+      if (s->pid == pid && s->node >= 0) return s->node;
+    }
+    return -1;
+  }
+
   bool taken(int32_t node) const {
     return std::find(ever_connected_.begin(), ever_connected_.end(), node) !=
            ever_connected_.end();
@@ -425,6 +476,7 @@ class Server final : public FabricServer, public Sessions {
     bool any = false, outside = false, outside_long = true;
     std::vector<pid_t> asleep;
     for (const auto& s : sessions_) {
+      if (s->address_only) continue;           // no node: not in time
       if (s->node < 0) return Advancing::kNo;  // saying hello
       if (s->parked) {
         any = true;
@@ -563,6 +615,7 @@ class Server final : public FabricServer, public Sessions {
       nodes_[static_cast<size_t>(s->node)] = nullptr;
       fabric_->HaltNode(s->node);  // its HCA answers no more
     }
+    book_.Unbind(s);
     // The window stays mapped until the daemon ends: the node's objects live
     // on in the fabric, and an event still under way (this may be one) may
     // touch their memory.
@@ -586,6 +639,7 @@ class Server final : public FabricServer, public Sessions {
   uint64_t requests_since_advance_ = 0;
   std::unique_ptr<sim::PcapCapture> pcap_;
   std::unique_ptr<CompletionTrace> trace_;
+  AddressBook book_{[this](const void* owner) { return NodeOfOwner(owner); }};
 };
 
 }  // namespace

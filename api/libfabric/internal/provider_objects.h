@@ -115,7 +115,7 @@ struct Pep {
   // An fi_info whose src_addr is an IP address and port: where fi_listen
   // starts answering lookups of the name (address_service.h).
   std::unique_ptr<IpAddress> answer_at;
-  std::unique_ptr<NameResponder> responder;
+  std::unique_ptr<Answerer> responder;
 };
 
 struct Ep {
@@ -127,16 +127,19 @@ struct Ep {
   uint64_t rx_flags = 0;
   // As Pep's: where fi_enable starts answering lookups of the name.
   std::unique_ptr<IpAddress> answer_at;
-  std::unique_ptr<NameResponder> responder;
+  std::unique_ptr<Answerer> responder;
 };
 
 // The IP address an fi_info's src_addr holds (node / service addressing),
 // or null when it holds a name or nothing.
 std::unique_ptr<IpAddress> AnswerAddressOf(const fi_info* info);
 // Starts answering lookups at `*at` with the name of `f` (an sf_ep or
-// sf_pep); nothing when `at` is null.
-int StartAnswering(const IpAddress* at, sf_fid* f,
-                   std::unique_ptr<NameResponder>* responder);
+// sf_pep) of `fabric`; nothing when `at` is null.
+int StartAnswering(const Fabric& fabric, const IpAddress* at, sf_fid* f,
+                   std::unique_ptr<Answerer>* responder);
+// Node / service addressing goes through the shared simulated fabric's
+// daemon (SOFTFAB_FABRIC set, and the simulator chosen or allowed).
+bool SharedSimAddressing();
 
 // Fills an object's fid header.
 inline void InitFid(fid* f, size_t fclass, void* context, fi_ops* ops) {

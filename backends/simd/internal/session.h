@@ -39,6 +39,8 @@ struct Session {
   int fd = -1;
   pid_t pid = 0;
   pid_t parent = 0;  // its launcher (mpirun, orted, softfab run)
+  // An address session (address_book.h): no node, no memory, not in time.
+  bool address_only = false;
   int32_t node = -1;
   tp::Device* device = nullptr;
   uint8_t* window = nullptr;  // the process's memfd, kWindowBytes mapped
