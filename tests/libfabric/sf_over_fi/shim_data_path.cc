@@ -3,6 +3,8 @@
 // read whose time runs out is -SF_ETIMEDOUT, as sf_* says, where libfabric
 // says -FI_EAGAIN) and fi_msg / fi_tagged calls, whose arguments are sf_*'s
 // already.
+#include <algorithm>
+
 #include "tests/libfabric/sf_over_fi/internal/shim_objects.h"
 
 namespace softfab::sf_over_fi {
@@ -45,6 +47,18 @@ void NameShimEndpoints(Cq* cq, void* entries, ssize_t count) {
         e->op_context == nullptr) {
       continue;
     }
+    // A claim's completion carries the application's context, not an
+    // fi_recv_context.
+    bool claim = false;
+    for (Ep* ep : cq->buffered) {
+      auto it = std::find(ep->claims.begin(), ep->claims.end(), e->op_context);
+      if (it != ep->claims.end()) {
+        ep->claims.erase(it);
+        claim = true;
+        break;
+      }
+    }
+    if (claim) continue;
     auto* rc = static_cast<fi_recv_context*>(e->op_context);
     for (Ep* ep : cq->buffered) {
       if (rc->ep == ep->fi) {
@@ -163,7 +177,15 @@ ssize_t sf_recvv(sf_ep* ep, const iovec* iov, void** desc, size_t count,
 ssize_t sf_recvmsg(sf_ep* ep, const sf_msg* msg, uint64_t flags) {
   fid_ep* fi = EpOf(ep);
   if (fi == nullptr || msg == nullptr) return Fail(FI_EINVAL, "arguments");
-  return fi_recvmsg(fi, reinterpret_cast<const fi_msg*>(msg), flags);
+  const ssize_t rc =
+      fi_recvmsg(fi, reinterpret_cast<const fi_msg*>(msg), flags);
+  // A claim completes with the context the application left in the
+  // fi_recv_context: an entry to pass through as it is.
+  if (rc == 0 && (flags & FI_CLAIM) && msg->context != nullptr) {
+    static_cast<Ep*>(ep)->claims.push_back(
+        static_cast<const fi_recv_context*>(msg->context)->context);
+  }
+  return rc;
 }
 ssize_t sf_send(sf_ep* ep, const void* buf, size_t len, void* desc,
                 sf_addr_t dest, void* context) {

@@ -84,6 +84,8 @@ struct Ep : sf_ep {
   fid_ep* fi = nullptr;
   sf_ep_attr attr{};
   fi_info* info = nullptr;
+  // Buffered: the contexts claims will complete with (NameShimEndpoints).
+  std::vector<void*> claims;
 };
 
 // An enum field as the caller stored it: tests pass values outside the enum
