@@ -12,6 +12,7 @@
 
 #include "api/libfabric/internal/provider_objects.h"
 #include "api/sim/sim_api.h"
+#include "backends/simd/client.h"
 #include "tools/study/scenario.h"
 
 namespace softfab::libfabric {
@@ -103,7 +104,7 @@ std::string StringParam(const char* name) {
 // errors are logged with their line; -FI_EINVAL then.
 int OpenScenarioFabric(const std::string& path, const sf_fabric_attr& a,
                        int* nodes, sf_fabric** out, void* context) {
-  if (std::getenv("SOFTFAB_FABRIC") != nullptr) {
+  if (std::getenv(simd::kFabricEnv) != nullptr) {
     FI_WARN(&provider, FI_LOG_FABRIC,
             "FI_SOFTFAB_SIM_SCENARIO is for a simulator in this process; "
             "this process is on a shared fabric (SOFTFAB_FABRIC): give the "

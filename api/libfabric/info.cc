@@ -24,6 +24,7 @@
 #include "api/libfabric/internal/provider_objects.h"
 #include "api/softfab/fabric.h"
 #include "api/softfab/verbs.h"
+#include "backends/simd/client.h"
 
 namespace softfab::libfabric {
 namespace {
@@ -318,7 +319,7 @@ fi_info* Build(const fi_info* hints, const FabricEntry& f, fi_ep_type type,
 }  // namespace
 
 bool SharedSimAddressing() {
-  const char* fabric = std::getenv("SOFTFAB_FABRIC");
+  const char* fabric = std::getenv(simd::kFabricEnv);
   const std::string want = BackendParam();
   return fabric != nullptr && *fabric != '\0' &&
          (want.empty() || want == kSimName);

@@ -33,12 +33,9 @@ class CompletionTrace {
   // completion.
   [[nodiscard]] Status Write(const std::string& path) const;
 
-  uint64_t completions() const { return completions_; }
-
  private:
   std::vector<std::string> lines_;  // per node
   std::vector<uint64_t> counts_ = std::vector<uint64_t>(lines_.size());
-  uint64_t completions_ = 0;
 };
 
 }  // namespace softfab::simd

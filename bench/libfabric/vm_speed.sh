@@ -9,7 +9,8 @@ cd "$(dirname "$0")/../.."
 if [ "${SOFTFAB_IN_VM:-0}" != 1 ]; then
   bazel build -c opt //examples:softfab_pingpong //api/libfabric:libsoftfab-fi.so >&2
   bin=$(bazel info -c opt bazel-bin 2>/dev/null)
-  exec bash tools/rxe-vm/run.sh --timeout 900 --env "SOFTFAB_BIN=$bin" -- \
+  exec bash tools/rxe-vm/run.sh --timeout 900 --env "SOFTFAB_BIN=$bin" \
+    --env "VM_SPEED_RUNS=${VM_SPEED_RUNS:-3}" --env "VM_SPEED_ONLY=${VM_SPEED_ONLY:-}" -- \
     bash bench/libfabric/vm_speed.sh
 fi
 bin=$SOFTFAB_BIN
@@ -30,8 +31,14 @@ fp() {  # fi_pingpong server and client
   fi_pingpong -P "$port" "$@" 127.0.0.1 | tail -n 1
   wait
 }
-for run in 1 2 3; do
+# VM_SPEED_RUNS=N repeats N times; VM_SPEED_ONLY=msg runs only the MSG pair.
+for ((run = 1; run <= ${VM_SPEED_RUNS:-3}; ++run)); do
   echo "run $run"
+  if [ "${VM_SPEED_ONLY:-}" = msg ]; then
+    echo -n "softfab_pingpong msg 8: "; sp --ep msg --sizes 8 --iters 2000
+    echo -n "fi_pingpong -p softfab msg 8: "; fp -p softfab -e msg -S 8 -I 2000
+    continue
+  fi
   echo -n "softfab_pingpong rdm 8: "; sp --sizes 8 --iters 2000
   echo -n "fi_pingpong -p softfab rdm 8: "; fp -p softfab -e rdm -S 8 -I 2000
   echo -n "softfab_pingpong msg 8: "; sp --ep msg --sizes 8 --iters 2000

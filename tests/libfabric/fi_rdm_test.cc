@@ -504,9 +504,8 @@ TEST(FiRdm, TruncationAndCancelAreErrorEntries) {
       fi_send(p.side[0].ep, big, sizeof big, nullptr, p.side[0].peer, &sctx),
       0);
   fi_cq_msg_entry e{};
-  ASSERT_EQ(ReadOne(p.side[1].rx, &e, p.side[0].tx), -FI_EAVAIL);
   fi_cq_err_entry err{};
-  ASSERT_EQ(fi_cq_readerr(p.side[1].rx, &err, 0), 1);
+  ASSERT_NO_FATAL_FAILURE(TakeErrorEntry(p.side[1].rx, p.side[0].tx, &err));
   EXPECT_EQ(err.err, FI_ETRUNC);
   EXPECT_EQ(err.op_context, &rctx);
   EXPECT_EQ(err.olen, sizeof big - sizeof small);
@@ -701,10 +700,8 @@ TEST(FiScenario, FaultsOfTheFileApply) {
   ASSERT_EQ(
       fi_send(p.side[0].ep, buf, sizeof buf, nullptr, p.side[0].peer, &sctx),
       0);
-  fi_cq_msg_entry e{};
-  ASSERT_EQ(ReadOne(p.side[0].tx, &e, p.side[1].rx), -FI_EAVAIL);
   fi_cq_err_entry err{};
-  ASSERT_EQ(fi_cq_readerr(p.side[0].tx, &err, 0), 1);
+  ASSERT_NO_FATAL_FAILURE(TakeErrorEntry(p.side[0].tx, p.side[1].rx, &err));
   EXPECT_EQ(err.op_context, &sctx);
   EXPECT_NE(err.err, 0);
 }

@@ -77,6 +77,14 @@ inline ssize_t ReadOne(fid_cq* cq, void* entry, fid_cq* other = nullptr,
   return rc;
 }
 
+// Reads `cq` (driving `other`) until an error entry is next, and takes it.
+inline void TakeErrorEntry(fid_cq* cq, fid_cq* other, fi_cq_err_entry* err) {
+  fi_cq_tagged_entry e{};
+  ASSERT_EQ(ReadOne(cq, &e, other), -FI_EAVAIL);
+  *err = fi_cq_err_entry{};
+  ASSERT_EQ(fi_cq_readerr(cq, err, 0), 1);
+}
+
 // The byte at `i` of message `seed`: every byte a test sends is checked.
 inline uint8_t PatternByte(uint32_t seed, size_t i) {
   return static_cast<uint8_t>((seed * 131u) ^ (i * 7u) ^ (i >> 8));
