@@ -61,6 +61,7 @@ void FabricImpl::Completed(CqImpl* cq, const WorkCompletion& wc, QpImpl* qp,
   ++recorder_.stats().completions;
   if (config_.observer != nullptr) [[unlikely]] {
     config_.observer->OnNodeEvent(cq->dev_->node_);
+    config_.observer->OnCompletionAdded(cq->dev_->node_, cq);
   }
   if (cq->watched_ && cq->holding_pos_ < 0) hold_.Add(cq);
   // All that completion channels cost a completion: one well-predicted branch

@@ -137,6 +137,12 @@ class SimObserver {
   }
   // A completion was added to a CQ of `node`, or an async event raised there.
   virtual void OnNodeEvent(int32_t node) { (void)node; }
+  // A completion was added to `cq` (of `node`); OnNodeEvent came first.
+  virtual void OnCompletionAdded(int32_t node,
+                                 const transport::CompletionQueue* cq) {
+    (void)node;
+    (void)cq;
+  }
 };
 
 struct SimConfig {

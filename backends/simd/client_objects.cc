@@ -178,12 +178,23 @@ uint32_t AhHandle(const tp::SendWr& wr) {
 
 class RemoteCq final : public tp::CompletionQueue {
  public:
-  RemoteCq(Connection* c, uint32_t handle, int32_t cqe, uint32_t cq_handle)
-      : c_(c), handle_(handle), cqe_(cqe), cq_handle_(cq_handle) {}
+  RemoteCq(Connection* c, uint32_t handle, int32_t cqe, uint32_t cq_handle,
+           const uint8_t* may_hold)
+      : c_(c),
+        handle_(handle),
+        cqe_(cqe),
+        cq_handle_(cq_handle),
+        may_hold_(may_hold) {}
   uint32_t remote() const { return handle_; }
   int Poll(int num_entries, tp::WorkCompletion* wc) override {
     if (num_entries < 0 || (num_entries > 0 && wc == nullptr)) return -EINVAL;
     if (num_entries == 0) return 0;
+    // The daemon says the CQ is empty: no request (nothing can enter it
+    // before this process parks, or the daemon sets the byte first).
+    if (may_hold_ != nullptr &&
+        __atomic_load_n(may_hold_, __ATOMIC_ACQUIRE) == 0) {
+      return 0;
+    }
     Request req;
     req.handle = handle_;
     req.count = static_cast<uint32_t>(std::min<int>(num_entries, kWcsMax));
@@ -225,6 +236,7 @@ class RemoteCq final : public tp::CompletionQueue {
   uint32_t handle_;
   int32_t cqe_;
   uint32_t cq_handle_;
+  const uint8_t* may_hold_;  // the CQ's header-page byte (protocol.h)
 };
 
 class RemoteChannel final : public tp::CompletionChannel {
@@ -505,7 +517,7 @@ class RemoteDevice final : public tp::Device {
       return s;
     }
     auto* cq = new RemoteCq(c_, r.handle, static_cast<int32_t>(r.a),
-                            static_cast<uint32_t>(r.b));
+                            static_cast<uint32_t>(r.b), c_->CqFlag(r.c));
     cqs_[r.handle] = cq;
     return static_cast<tp::CompletionQueue*>(cq);
   }

@@ -37,6 +37,13 @@ inline constexpr uint32_t kInlineBytesMax = 4096;
 // holds the header the daemon writes (the virtual clock).
 inline constexpr uint64_t kWindowBytes = uint64_t{64} << 30;
 inline constexpr uint64_t kHeaderPageBytes = 4096;
+// The header page: the virtual clock (8 bytes) at offset 0, then one byte
+// per CQ slot, nonzero while that CQ may hold completions. The daemon writes
+// both; a poll that finds its CQ's byte zero returns 0 without a request (a
+// CQ beyond the slots, or created without one, always asks).
+inline constexpr uint64_t kCqFlagsOffset = 64;
+inline constexpr uint32_t kCqSlots =
+    static_cast<uint32_t>(kHeaderPageBytes - kCqFlagsOffset);
 
 enum class Op : uint32_t {
   kHello = 1,  // body Hello, carries the memfd (SCM_RIGHTS)
@@ -47,7 +54,7 @@ enum class Op : uint32_t {
   kDeallocPd,
   kRegMr,
   kDeregMr,
-  kCreateCq,
+  kCreateCq,  // reply c: the CQ's slot in the header page + 1 (0: none)
   kDestroyCq,
   kPollCq,
   kRequestNotify,

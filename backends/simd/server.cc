@@ -38,9 +38,10 @@ uint64_t WallMs() {
          static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
 }
 
-// Receives one datagram and the fds that came with it (at most one).
+// Receives one datagram into `buf` (kept at kMessageBytesMax bytes, so no
+// receive clears it again) and the fds that came with it (at most one).
 ssize_t ReceiveWithFd(int fd, std::vector<uint8_t>* buf, int* passed_fd) {
-  buf->resize(kMessageBytesMax);
+  if (buf->size() < kMessageBytesMax) buf->resize(kMessageBytesMax);
   iovec iov{buf->data(), buf->size()};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
   msghdr msg{};
@@ -64,7 +65,6 @@ ssize_t ReceiveWithFd(int fd, std::vector<uint8_t>* buf, int* passed_fd) {
   }
   if (n < 0) return -errno;
   if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) return -EMSGSIZE;
-  buf->resize(static_cast<size_t>(n));
   return n;
 }
 
@@ -234,22 +234,24 @@ class Server final : public FabricServer, public Sessions {
     pull.b = len;
     Message m(Op::kPull, &pull, sizeof pull);
     if (!Send(s, m)) return;
-    std::vector<uint8_t> buf;
     pollfd p{s->fd, POLLIN, 0};
     // Bounded: a process that does not answer within the watchdog's time is
     // treated as gone.
     if (poll(&p, 1, static_cast<int>(options_.watchdog_ms)) != 1 ||
-        ReceiveWithFd(s->fd, &buf, nullptr) <= 0 ||
-        buf.size() < sizeof(Header)) {
+        ReceiveWithFd(s->fd, &pull_buf_, nullptr) <
+            static_cast<ssize_t>(sizeof(Header))) {
       Drop(s, "did not answer a memory pull");
       return;
     }
     Header h;
-    std::memcpy(&h, buf.data(), sizeof h);
+    std::memcpy(&h, pull_buf_.data(), sizeof h);
     if (h.op != Op::kPullDone) Drop(s, "answered a pull with another message");
   }
   void OnNodeEvent(int32_t node) override {
     if (Session* s = SessionOfNode(node)) s->concerned = true;
+  }
+  void OnCompletionAdded(int32_t node, const tp::CompletionQueue* cq) override {
+    if (Session* s = SessionOfNode(node)) SetCqFlag(s, cq, true);
   }
 
  private:
@@ -305,7 +307,8 @@ class Server final : public FabricServer, public Sessions {
     Header h;
     Request req;
     const uint8_t* tail = nullptr;
-    if (n < 0 || !Decode(buf_.data(), buf_.size(), &h, &req, &tail)) {
+    if (n < 0 ||
+        !Decode(buf_.data(), static_cast<size_t>(n), &h, &req, &tail)) {
       if (passed >= 0) close(passed);
       Drop(s, "sent a malformed message");
       return;
@@ -633,7 +636,8 @@ class Server final : public FabricServer, public Sessions {
   std::vector<std::unique_ptr<Session>> sessions_;  // in connection order
   std::vector<Session*> nodes_;                     // by node
   std::vector<int32_t> ever_connected_;
-  std::vector<uint8_t> buf_;
+  std::vector<uint8_t> buf_;       // requests
+  std::vector<uint8_t> pull_buf_;  // answers to pulls (during an advance)
   std::vector<uint8_t*> retired_windows_;  // of sessions gone, unmapped last
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;

@@ -166,6 +166,26 @@ int32_t NodeOfGid(sim::SimFabric& fabric, const tp::Gid& gid) {
 
 }  // namespace
 
+uint32_t TakeCqSlot(Session* s, const tp::CompletionQueue* cq) {
+  if (s->cq_slot_taken.empty()) s->cq_slot_taken.assign(kCqSlots, false);
+  const auto free_slot =
+      std::find(s->cq_slot_taken.begin(), s->cq_slot_taken.end(), false);
+  if (free_slot == s->cq_slot_taken.end()) return 0;
+  const auto slot = static_cast<uint32_t>(free_slot - s->cq_slot_taken.begin());
+  *free_slot = true;
+  s->cq_slots[cq] = slot;
+  SetCqFlag(s, cq, true);
+  return slot + 1;
+}
+
+void GiveBackCqSlot(Session* s, const tp::CompletionQueue* cq) {
+  auto it = s->cq_slots.find(cq);
+  if (it == s->cq_slots.end()) return;
+  SetCqFlag(s, cq, false);
+  s->cq_slot_taken[it->second] = false;
+  s->cq_slots.erase(it);
+}
+
 std::vector<uint32_t> ChannelsWithEvents(const Session* s) {
   std::vector<uint32_t> out;
   for (const auto& [handle, ch] : s->channels) {
@@ -254,22 +274,30 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       s->cqs[r.handle = Adopt(s)] = *cq;
       r.a = static_cast<uint64_t>((*cq)->cqe());
       r.b = (*cq)->handle();
+      r.c = TakeCqSlot(s, *cq);
       break;
     }
-    case Op::kDestroyCq:
+    case Op::kDestroyCq: {
+      tp::CompletionQueue* cq = Lookup(s->cqs, req.handle);
       r = Destroyed(s->cqs, req.handle, "no such CQ");
+      if (r.status == 0) GiveBackCqSlot(s, cq);
       break;
+    }
     case Op::kPollCq: {
       tp::CompletionQueue* cq = Lookup(s->cqs, req.handle);
       if (cq == nullptr || req.count > kWcsMax) {
         r = FromStatus(InvalidArgument("no such CQ, or too many entries"));
         break;
       }
-      std::vector<tp::WorkCompletion> wcs(req.count);
-      const int n = cq->Poll(static_cast<int>(req.count), wcs.data());
+      tp::WorkCompletion wcs[kWcsMax];
+      const int n = cq->Poll(static_cast<int>(req.count), wcs);
       r.count = n > 0 ? static_cast<uint32_t>(n) : 0;
       if (n < 0) r.status = -n;
-      if (n > 0) daemon.TookCompletions(*s, req.handle, wcs.data(), n);
+      // Fewer than asked for: the CQ is empty until the next completion.
+      if (n >= 0 && static_cast<uint32_t>(n) < req.count) {
+        SetCqFlag(s, cq, false);
+      }
+      if (n > 0) daemon.TookCompletions(*s, req.handle, wcs, n);
       *out = MakeReply(op, r);
       for (uint32_t i = 0; i < r.count; ++i) out->Append(wcs[i]);
       return true;

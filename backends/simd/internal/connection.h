@@ -54,6 +54,13 @@ class Connection {
 
   // The virtual clock, as the daemon last wrote it.
   uint64_t NowNs() const;
+  // The header-page byte of CQ slot `slot_plus_one - 1` (kCreateCq's reply
+  // c), nonzero while the CQ may hold completions; null for no slot.
+  const uint8_t* CqFlag(uint64_t slot_plus_one) const {
+    return slot_plus_one == 0 || slot_plus_one > kCqSlots
+               ? nullptr
+               : window_ + kCqFlagsOffset + (slot_plus_one - 1);
+  }
   bool broken() const { return broken_; }
   // Where a wake's ranges and channel signals go (the backend).
   using WakeHandler = void (*)(void* self, const Reply& r,

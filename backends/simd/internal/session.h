@@ -60,6 +60,10 @@ struct Session {
   std::map<uint32_t, tp::ProtectionDomain*> pds;
   std::map<uint32_t, SessionMr> mrs;
   std::map<uint32_t, tp::CompletionQueue*> cqs;
+  // Each CQ's slot in the header page (protocol.h: kCqFlagsOffset), and
+  // which slots are taken.
+  std::map<const tp::CompletionQueue*, uint32_t> cq_slots;
+  std::vector<bool> cq_slot_taken;
   std::map<uint32_t, tp::CompletionChannel*> channels;
   std::map<uint32_t, tp::SharedReceiveQueue*> srqs;
   std::map<uint32_t, SessionQp> qps;
@@ -68,6 +72,16 @@ struct Session {
   std::map<uint32_t, uint32_t> mr_by_lkey;
   std::map<uint32_t, uint32_t> mr_by_rkey;
 };
+
+// Sets the header-page byte saying whether CQ slot `slot` of `s` may hold
+// completions (protocol.h).
+inline void SetCqFlag(Session* s, const tp::CompletionQueue* cq, bool maybe) {
+  if (s->window == nullptr) return;
+  auto it = s->cq_slots.find(cq);
+  if (it == s->cq_slots.end()) return;
+  __atomic_store_n(s->window + kCqFlagsOffset + it->second,
+                   static_cast<uint8_t>(maybe ? 1 : 0), __ATOMIC_RELEASE);
+}
 
 // What the request handlers see of the daemon.
 class Sessions : public sim::SimObserver {
@@ -91,6 +105,12 @@ class Sessions : public sim::SimObserver {
 bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
                   const uint8_t* tail, size_t tail_bytes, Message* reply,
                   std::string* why);
+
+// A CQ's slot in the header page of `s`, taken at creation (flag set: its
+// first poll asks the daemon) and given back at destruction. Returns slot +
+// 1, or 0 when every slot is taken (the CQ then always asks).
+uint32_t TakeCqSlot(Session* s, const tp::CompletionQueue* cq);
+void GiveBackCqSlot(Session* s, const tp::CompletionQueue* cq);
 
 // A node's channels with events waiting (their handles), for a wake.
 std::vector<uint32_t> ChannelsWithEvents(const Session* s);
