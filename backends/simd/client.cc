@@ -3,6 +3,7 @@
 // daemon's (client_objects.cc).
 #include "backends/simd/client.h"
 
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <string>
 #include <utility>
@@ -43,8 +45,7 @@ Status Connection::Open(const std::string& path, int node, std::string* why) {
     return Status(code, "cannot reach the fabric daemon");
   }
   memfd_ = memfd_create("softfab-shadow", MFD_CLOEXEC);
-  if (memfd_ < 0 ||
-      ftruncate(memfd_, static_cast<off_t>(kHeaderPageBytes)) != 0) {
+  if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(kShadowStart)) != 0) {
     *why = std::string("memfd: ") + std::strerror(errno);
     return Status(ENOMEM, "cannot create shared memory");
   }
@@ -55,8 +56,9 @@ Status Connection::Open(const std::string& path, int node, std::string* why) {
     return Status(ENOMEM, "cannot map shared memory");
   }
   window_ = static_cast<uint8_t*>(w);
-  file_bytes_ = kHeaderPageBytes;
-  shadow_end_ = kHeaderPageBytes;
+  file_bytes_ = kShadowStart;
+  shadow_end_ = kShadowStart;
+  mailbox_ = std::make_unique<Mailbox>(window_);
   // Hello, with the memfd.
   Request hello;
   hello.handle = static_cast<uint32_t>(node);
@@ -80,8 +82,11 @@ Status Connection::Open(const std::string& path, int node, std::string* why) {
     return Status(EIO, "cannot talk to the fabric daemon");
   }
   Reply reply;
-  std::vector<uint8_t> tail;
-  if (!Receive(&reply, &tail)) {
+  Header h;
+  const uint8_t* t = nullptr;
+  buf_.resize(kMessageBytesMax);
+  const ssize_t n = recv(fd_, buf_.data(), buf_.size(), 0);
+  if (n <= 0 || !Decode(buf_.data(), static_cast<size_t>(n), &h, &reply, &t)) {
     *why = "the fabric daemon refused node " + std::to_string(node) +
            " (taken, out of range, or another protocol version: see its log)";
     return Status(ECONNREFUSED, "refused by the fabric daemon");
@@ -89,10 +94,54 @@ Status Connection::Open(const std::string& path, int node, std::string* why) {
   return Status::Ok();
 }
 
-bool Connection::Receive(Reply* reply, std::vector<uint8_t>* tail) {
+bool Connection::Post(const Message& m) {
+  const std::vector<uint8_t>& b = m.bytes();
+  if (b.size() > kMessageBytesMax) return false;
+  if (mailbox_->PutRequest(++request_seq_, b.data(), b.size())) {
+    const char bell = 1;  // the daemon sleeps: ring
+    if (send(fd_, &bell, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+        errno != EAGAIN) {
+      return false;
+    }
+  }
+  return true;
+}
+
+long Connection::AwaitReply(long spin_ns) {
+  timespec start{}, now{};
+  if (spin_ns > 0) clock_gettime(CLOCK_MONOTONIC, &start);
   while (true) {
-    buf_.resize(kMessageBytesMax);
-    const ssize_t n = recv(fd_, buf_.data(), buf_.size(), 0);
+    const long n = mailbox_->TakeReply(&reply_seen_, buf_.data());
+    if (n != 0) return n;
+    if (spin_ns > 0) {
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      if ((now.tv_sec - start.tv_sec) * 1'000'000'000 + now.tv_nsec -
+              start.tv_nsec <
+          spin_ns) {
+        // Give the core to a process that has work (another of the run,
+        // most often the one the daemon just woke) while looking.
+        sched_yield();
+        continue;
+      }
+    }
+    // Sleep until rung (or the daemon is gone).
+    mailbox_->SetClientSleeps(true);
+    if (mailbox_->ReplyWaiting(reply_seen_)) {
+      mailbox_->SetClientSleeps(false);
+      continue;
+    }
+    char bell[16];
+    const ssize_t got = recv(fd_, bell, sizeof bell, 0);
+    mailbox_->SetClientSleeps(false);
+    if (got == 0 || (got < 0 && errno != EINTR)) return -1;
+  }
+}
+
+bool Connection::Receive(Reply* reply, std::vector<uint8_t>* tail,
+                         long spin_ns) {
+  buf_.resize(kMessageBytesMax);
+  while (true) {
+    const long n = AwaitReply(spin_ns);
     if (n <= 0) return false;
     Header h;
     Request pull;
@@ -103,10 +152,7 @@ bool Connection::Receive(Reply* reply, std::vector<uint8_t>* tail) {
           Decode(buf_.data(), static_cast<size_t>(n), &h, &pull, &t)) {
         CopyToShadow(pull.a, pull.b);
         Request done;
-        Message m(Op::kPullDone, &done, sizeof done);
-        if (send(fd_, m.bytes().data(), m.bytes().size(), MSG_NOSIGNAL) < 0) {
-          return false;
-        }
+        if (!Post(Message(Op::kPullDone, &done, sizeof done))) return false;
         continue;
       }
     }
@@ -125,13 +171,14 @@ Status Connection::Call(Op op, const Request& req,
   if (tail_from != nullptr) {
     m.AppendBytes(tail_from->data(), tail_from->size());
   }
-  if (broken_ || send(fd_, m.bytes().data(), m.bytes().size(), MSG_NOSIGNAL) !=
-                     static_cast<ssize_t>(m.bytes().size())) {
+  if (broken_ || !Post(m)) {
     broken_ = true;
     return Status(EIO, "the fabric daemon is gone");
   }
   std::vector<uint8_t> ignored;
-  if (!Receive(reply, tail != nullptr ? tail : &ignored)) {
+  // A park waits for the others: only a short look before sleeping.
+  if (!Receive(reply, tail != nullptr ? tail : &ignored,
+               op == Op::kPark ? kParkSpinNs : kSpinNs)) {
     broken_ = true;
     return Status(EIO, "the fabric daemon is gone");
   }

@@ -9,7 +9,9 @@
 // Object handles are small numbers the daemon gives out per client; 0 is
 // never a handle. Memory never travels: a client shares a memfd with the
 // daemon, and messages name ranges of it by offset (see the README's design
-// section).
+// section). After the hello, a node session's messages travel through
+// slots of that memfd (mailbox.h) rather than the socket; the socket then
+// carries doorbells and tells each side when the other is gone.
 #ifndef SOFTFAB_BACKENDS_SIMD_PROTOCOL_H_
 #define SOFTFAB_BACKENDS_SIMD_PROTOCOL_H_
 
@@ -24,7 +26,7 @@
 
 namespace softfab::simd {
 
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 // The largest datagram either side sends or accepts.
 inline constexpr size_t kMessageBytesMax = 256 * 1024;
 // Work requests per post, completions per poll, ranges per wake.
@@ -44,6 +46,11 @@ inline constexpr uint64_t kHeaderPageBytes = 4096;
 inline constexpr uint64_t kCqFlagsOffset = 64;
 inline constexpr uint32_t kCqSlots =
     static_cast<uint32_t>(kHeaderPageBytes - kCqFlagsOffset);
+// After the header page: the mailbox's request and reply slots (mailbox.h),
+// then shadow memory.
+inline constexpr uint64_t kRequestArea = kHeaderPageBytes;
+inline constexpr uint64_t kReplyArea = kRequestArea + kMessageBytesMax;
+inline constexpr uint64_t kShadowStart = kReplyArea + kMessageBytesMax;
 
 enum class Op : uint32_t {
   kHello = 1,  // body Hello, carries the memfd (SCM_RIGHTS)

@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <linux/sockios.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -25,11 +26,24 @@
 #include "backends/simd/address_book.h"
 #include "backends/simd/completion_trace.h"
 #include "backends/simd/internal/session.h"
+#include "backends/simd/mailbox.h"
 #include "backends/simd/outside_processes.h"
 
 namespace softfab::simd {
 namespace internal {
 namespace {
+
+// How long the daemon looks for requests without sleeping after serving
+// one while a process runs, and how often it looks at the sockets then.
+constexpr uint64_t kDaemonSpinNs = 50'000;
+constexpr uint64_t kLookEveryNs = 200'000;
+
+uint64_t MonoNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
+         static_cast<uint64_t>(ts.tv_nsec);
+}
 
 uint64_t WallMs() {
   timespec ts{};
@@ -121,6 +135,8 @@ class Server final : public FabricServer, public Sessions {
 
   int Run(int stop_fd) override {
     std::vector<pollfd> fds;
+    uint64_t served_ns = 0;  // when a request was last served
+    uint64_t looked_ns = 0;  // when the sockets were last looked at
     while (true) {
       if (options_.expected_nodes > 0 &&
           summary_.nodes_connected >=
@@ -128,29 +144,89 @@ class Server final : public FabricServer, public Sessions {
           sessions_.empty()) {
         return 0;
       }
+      uint64_t now = MonoNs();
+      if (ServeMailboxes()) served_ns = now;
+      if (const Advancing a = CanAdvance(); a != Advancing::kNo) Advance(a);
+      Watchdog();
+      // Someone running while others wait: look again soon, to notice it
+      // fall asleep outside the fabric. Someone running who asked something
+      // lately: spin, looking at the sockets (new processes, processes gone,
+      // address sessions) now and then.
+      bool waiting = false, running = false;
+      for (const auto& x : sessions_) {
+        if (x->node >= 0) (x->parked ? waiting : running) = true;
+      }
+      now = MonoNs();
+      const bool spin = running && now - served_ns < kDaemonSpinNs;
+      if (spin) sched_yield();  // a process with work comes first
+      if (spin && now - looked_ns < kLookEveryNs) continue;
+      looked_ns = now;
       fds.clear();
       fds.push_back({listen_fd_, POLLIN, 0});
       if (stop_fd >= 0) fds.push_back({stop_fd, POLLIN, 0});
       const size_t first_session = fds.size();
       for (const auto& s : sessions_) fds.push_back({s->fd, POLLIN, 0});
-      // Someone running while others wait: look again soon, to notice it
-      // fall asleep outside the fabric.
-      bool waiting = false, running = false;
-      for (const auto& x : sessions_) (x->parked ? waiting : running) = true;
-      const int r = poll(fds.data(), fds.size(), waiting && running ? 1 : 1000);
+      if (!spin && !SleepOnMailboxes(true)) continue;  // a request came in
+      const int r = poll(fds.data(), fds.size(),
+                         spin                 ? 0
+                         : waiting && running ? 1
+                                              : 1000);
+      if (!spin) SleepOnMailboxes(false);
       if (r < 0 && errno != EINTR) return errno;
+      if (r <= 0) continue;
       if (stop_fd >= 0 && (fds[1].revents & POLLIN)) return 0;
       if (fds[0].revents & POLLIN) Accept();
-      // Requests in session order; a dropped session leaves the vector, so
-      // look each fd up again.
+      // A dropped session leaves the vector, so look each fd up again.
       for (size_t i = first_session; i < fds.size(); ++i) {
         if (fds[i].revents == 0) continue;
         Session* s = Find(fds[i].fd);
         if (s != nullptr) Receive(s);
       }
-      if (const Advancing a = CanAdvance(); a != Advancing::kNo) Advance(a);
-      Watchdog();
     }
+  }
+
+  // One request from each node session's mailbox that has one, in session
+  // order (the order changes nothing: doorbells are held until an advance).
+  bool ServeMailboxes() {
+    bool served = false;
+    for (Session* s : NodeSessions()) {
+      const long n =
+          Mailbox(s->window).TakeRequest(&s->request_seen, buf_.data());
+      if (n < 0) {
+        Drop(s, "wrote a request of an impossible size");
+        continue;
+      }
+      if (n == 0) continue;
+      served = true;
+      Handle(s, static_cast<size_t>(n), -1);
+    }
+    return served;
+  }
+
+  // The daemon goes to sleep (`on`) or wakes: every node session's flag
+  // says so. Going to sleep, false when a request came in meanwhile (the
+  // flags are cleared again: serve it instead).
+  bool SleepOnMailboxes(bool on) {
+    bool waiting = false;
+    for (Session* s : NodeSessions()) {
+      Mailbox box(s->window);
+      box.SetDaemonSleeps(on);
+      if (on && box.RequestWaiting(s->request_seen)) waiting = true;
+    }
+    if (waiting) SleepOnMailboxes(false);
+    return !waiting;
+  }
+
+  // The sessions that have said hello as a node (a copy: serving may drop;
+  // the daemon's loop asks for it on every turn, so no allocation).
+  const std::vector<Session*>& NodeSessions() {
+    node_sessions_.clear();
+    for (const auto& s : sessions_) {
+      if (s->node >= 0 && s->window != nullptr) {
+        node_sessions_.push_back(s.get());
+      }
+    }
+    return node_sessions_;
   }
 
   // With a process asleep outside the fabric, the launchers that started
@@ -233,19 +309,44 @@ class Server final : public FabricServer, public Sessions {
         static_cast<uint64_t>(static_cast<const uint8_t*>(addr) - s->window);
     pull.b = len;
     Message m(Op::kPull, &pull, sizeof pull);
-    if (!Send(s, m)) return;
-    pollfd p{s->fd, POLLIN, 0};
-    // Bounded: a process that does not answer within the watchdog's time is
-    // treated as gone.
-    if (poll(&p, 1, static_cast<int>(options_.watchdog_ms)) != 1 ||
-        ReceiveWithFd(s->fd, &pull_buf_, nullptr) <
-            static_cast<ssize_t>(sizeof(Header))) {
-      Drop(s, "did not answer a memory pull");
+    if (!Send(s, m)) {
+      Drop(s, "cannot be written to");
       return;
     }
-    Header h;
-    std::memcpy(&h, pull_buf_.data(), sizeof h);
-    if (h.op != Op::kPullDone) Drop(s, "answered a pull with another message");
+    // Bounded: a process that does not answer within the watchdog's time is
+    // treated as gone.
+    Mailbox box(s->window);
+    const uint64_t deadline = WallMs() + options_.watchdog_ms;
+    while (true) {
+      const long n = box.TakeRequest(&s->request_seen, pull_buf_.data());
+      if (n < 0 || (n > 0 && static_cast<size_t>(n) < sizeof(Header))) {
+        Drop(s, "wrote a request of an impossible size");
+        return;
+      }
+      if (n > 0) {
+        Header h;
+        std::memcpy(&h, pull_buf_.data(), sizeof h);
+        if (h.op != Op::kPullDone) {
+          Drop(s, "answered a pull with another message");
+        }
+        return;
+      }
+      const uint64_t now = WallMs();
+      if (now >= deadline) {
+        Drop(s, "did not answer a memory pull");
+        return;
+      }
+      box.SetDaemonSleeps(true);
+      pollfd p{s->fd, POLLIN, 0};
+      if (!box.RequestWaiting(s->request_seen)) {
+        (void)poll(&p, 1, static_cast<int>(deadline - now));
+      }
+      box.SetDaemonSleeps(false);
+      if (p.revents != 0 && !DrainDoorbells(s)) {
+        Drop(s, "went during a memory pull");
+        return;
+      }
+    }
   }
   void OnNodeEvent(int32_t node) override {
     if (Session* s = SessionOfNode(node)) s->concerned = true;
@@ -295,7 +396,13 @@ class Server final : public FabricServer, public Sessions {
     sessions_.push_back(std::move(s));
   }
 
+  // The socket of `s` is readable: a node session's doorbells (or its end),
+  // else a request (the hello, an address session's).
   void Receive(Session* s) {
+    if (s->node >= 0 && s->window != nullptr) {
+      if (!DrainDoorbells(s)) Drop(s, nullptr);  // the process went
+      return;
+    }
     int passed = -1;
     const ssize_t n = ReceiveWithFd(s->fd, &buf_, &passed);
     if (n == 0 || n == -ECONNRESET) {
@@ -303,12 +410,32 @@ class Server final : public FabricServer, public Sessions {
       Drop(s, nullptr);  // the process went
       return;
     }
+    if (n < 0) {
+      if (passed >= 0) close(passed);
+      Drop(s, "sent a malformed message");
+      return;
+    }
+    Handle(s, static_cast<size_t>(n), passed);
+  }
+
+  // Reads what waits on the socket of `s`; false when the process is gone.
+  static bool DrainDoorbells(Session* s) {
+    char bell[64];
+    while (true) {
+      const ssize_t n = recv(s->fd, bell, sizeof bell, MSG_DONTWAIT);
+      if (n > 0) continue;
+      if (n == 0) return false;
+      return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+    }
+  }
+
+  // A request of `n` bytes in buf_ (with the fd that came with it, or -1).
+  void Handle(Session* s, size_t n, int passed) {
     s->last_heard_ms = WallMs();
     Header h;
     Request req;
     const uint8_t* tail = nullptr;
-    if (n < 0 ||
-        !Decode(buf_.data(), static_cast<size_t>(n), &h, &req, &tail)) {
+    if (!Decode(buf_.data(), n, &h, &req, &tail)) {
       if (passed >= 0) close(passed);
       Drop(s, "sent a malformed message");
       return;
@@ -369,7 +496,7 @@ class Server final : public FabricServer, public Sessions {
       s->address_only = true;
       Reply reply;
       Message m(Op::kHello, &reply, sizeof reply);
-      return Send(s, m) ? "" : "cannot be written to";
+      return SendOnSocket(s, m) ? "" : "cannot be written to";
     }
     if (node < 0 || static_cast<size_t>(node) >= nodes_.size()) {
       return "asked for node " + std::to_string(node) + " of a fabric of " +
@@ -393,7 +520,7 @@ class Server final : public FabricServer, public Sessions {
     Reply reply;
     reply.now_ns = fabric_->clock().NowNs();
     Message m(Op::kHello, &reply, sizeof reply);
-    if (!Send(s, m)) return "cannot be written to";
+    if (!SendOnSocket(s, m)) return "cannot be written to";
     return "";
   }
   // An address session's requests (address_book.h).
@@ -459,9 +586,11 @@ class Server final : public FabricServer, public Sessions {
   bool AsleepOutside(Session* s, uint64_t now) {
     // Nothing of ours unread by it, nothing of its unread by us (a request
     // on its way means it is in a call, waiting for our answer).
-    int unread = 0, unanswered = 0;
-    if (ioctl(s->fd, SIOCOUTQ, &unread) != 0 || unread != 0 ||
-        ioctl(s->fd, SIOCINQ, &unanswered) != 0 || unanswered != 0 ||
+    // Heard from within the last millisecond: surely not (and /proc is
+    // not read while the daemon spins).
+    if (s->window == nullptr || now - s->last_heard_ms < 1 ||
+        Mailbox(s->window).ReplyUnread(s->reply_seq) ||
+        Mailbox(s->window).RequestWaiting(s->request_seen) ||
         !AllThreadsSleep(s->pid)) {
       s->asleep_since_ms = 0;
       return false;
@@ -581,7 +710,22 @@ class Server final : public FabricServer, public Sessions {
                      __ATOMIC_RELEASE);
   }
 
+  // A reply: into a node session's mailbox (ringing it if it sleeps), else
+  // on the socket.
   bool Send(Session* s, const Message& m) {
+    if (s->node < 0 || s->window == nullptr) return SendOnSocket(s, m);
+    const std::vector<uint8_t>& b = m.bytes();
+    if (b.size() > kMessageBytesMax) return false;
+    if (Mailbox(s->window).PutReply(++s->reply_seq, b.data(), b.size())) {
+      const char bell = 1;
+      if (send(s->fd, &bell, 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 &&
+          errno != EAGAIN) {
+        return false;
+      }
+    }
+    return true;
+  }
+  bool SendOnSocket(Session* s, const Message& m) {
     const std::vector<uint8_t>& b = m.bytes();
     return send(s->fd, b.data(), b.size(), MSG_NOSIGNAL) ==
            static_cast<ssize_t>(b.size());
@@ -635,9 +779,11 @@ class Server final : public FabricServer, public Sessions {
   int listen_fd_ = -1;
   std::vector<std::unique_ptr<Session>> sessions_;  // in connection order
   std::vector<Session*> nodes_;                     // by node
+  std::vector<Session*> node_sessions_;             // NodeSessions()'s
   std::vector<int32_t> ever_connected_;
-  std::vector<uint8_t> buf_;       // requests
-  std::vector<uint8_t> pull_buf_;  // answers to pulls (during an advance)
+  std::vector<uint8_t> buf_ = std::vector<uint8_t>(kMessageBytesMax);
+  // Answers to pulls (during an advance).
+  std::vector<uint8_t> pull_buf_ = std::vector<uint8_t>(kMessageBytesMax);
   std::vector<uint8_t*> retired_windows_;  // of sessions gone, unmapped last
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;

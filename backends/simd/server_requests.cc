@@ -229,7 +229,7 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
     case Op::kRegMr: {
       tp::ProtectionDomain* pd = Lookup(s->pds, req.handle);
       // a: the process's address, b: length, c: shadow offset.
-      if (pd == nullptr || req.b == 0 || req.c < kHeaderPageBytes ||
+      if (pd == nullptr || req.b == 0 || req.c < kShadowStart ||
           req.c > kWindowBytes || req.b > kWindowBytes - req.c) {
         r = FromStatus(InvalidArgument("no such PD, or a bad shadow range"));
         break;

@@ -55,6 +55,9 @@ struct Session {
   uint64_t last_heard_ms = 0;
   uint64_t asleep_since_ms = 0;  // first seen asleep outside (0: not)
   std::vector<Range> dirty;
+  // The mailbox (mailbox.h): the last request taken, the last reply placed.
+  uint32_t request_seen = 0;
+  uint32_t reply_seq = 0;
   // Objects by handle (handles count up from 1, per session).
   uint32_t next_handle = 1;
   std::map<uint32_t, tp::ProtectionDomain*> pds;
