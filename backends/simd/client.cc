@@ -44,7 +44,8 @@ Status Connection::Open(const std::string& path, int node, std::string* why) {
            "): start one with `softfab fabricd` or run under `softfab run`";
     return Status(code, "cannot reach the fabric daemon");
   }
-  memfd_ = memfd_create("softfab-shadow", MFD_CLOEXEC);
+  // Sealable: the daemon seals it against shrinking before it maps it.
+  memfd_ = memfd_create("softfab-shadow", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(kShadowStart)) != 0) {
     *why = std::string("memfd: ") + std::strerror(errno);
     return Status(ENOMEM, "cannot create shared memory");

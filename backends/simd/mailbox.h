@@ -20,6 +20,17 @@ namespace softfab::simd {
 
 class Mailbox {
  public:
+  // Offsets of the fields in the header page (between the clock and the CQ
+  // bytes), each a uint32_t.
+  static constexpr uint64_t kRequestSeq = 8;
+  static constexpr uint64_t kRequestBytes = 12;
+  static constexpr uint64_t kReplySeq = 16;
+  static constexpr uint64_t kReplyBytes = 20;
+  static constexpr uint64_t kReplyTaken = 24;
+  static constexpr uint64_t kClientSleeps = 28;
+  static constexpr uint64_t kDaemonSleeps = 32;
+  static_assert(kDaemonSleeps + 4 <= kCqFlagsOffset);
+
   explicit Mailbox(uint8_t* window) : w_(window) {}
 
   // Client: request number `seq` (one more than the last) into the slot.
@@ -58,17 +69,6 @@ class Mailbox {
   void SetDaemonSleeps(bool on) { Store(kDaemonSleeps, on ? 1 : 0); }
 
  private:
-  // Offsets of the fields in the header page (between the clock and the CQ
-  // bytes).
-  static constexpr uint64_t kRequestSeq = 8;
-  static constexpr uint64_t kRequestBytes = 12;
-  static constexpr uint64_t kReplySeq = 16;
-  static constexpr uint64_t kReplyBytes = 20;
-  static constexpr uint64_t kReplyTaken = 24;
-  static constexpr uint64_t kClientSleeps = 28;
-  static constexpr uint64_t kDaemonSleeps = 32;
-  static_assert(kDaemonSleeps + 4 <= kCqFlagsOffset);
-
   uint32_t* Field(uint64_t at) const {
     return reinterpret_cast<uint32_t*>(w_ + at);
   }

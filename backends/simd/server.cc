@@ -4,12 +4,14 @@
 #include "backends/simd/server.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/sockios.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -506,10 +508,26 @@ class Server final : public FabricServer, public Sessions {
       return "asked for node " + std::to_string(node) + ", already taken";
     }
     if (memfd < 0) return "sent no shared memory";
+    // The daemon writes into this memory: were it to shrink under a shadow,
+    // the write would kill the daemon (SIGBUS) and every process with it.
+    // So it is sealed against shrinking, and registrations must lie inside
+    // it (server_requests.cc).
+    struct stat st {};
+    if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
+        fstat(memfd, &st) != 0 ||
+        static_cast<uint64_t>(st.st_size) < kShadowStart) {
+      close(memfd);
+      return "sent shared memory that cannot be sealed against shrinking "
+             "(a memfd made with MFD_ALLOW_SEALING) or is smaller than its "
+             "header and mailbox";
+    }
     void* window = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_NORESERVE, memfd, 0);
-    close(memfd);
-    if (window == MAP_FAILED) return "shared memory cannot be mapped";
+    if (window == MAP_FAILED) {
+      close(memfd);
+      return "shared memory cannot be mapped";
+    }
+    s->memfd = memfd;
     s->window = static_cast<uint8_t*>(window);
     s->node = node;
     s->device = fabric_->device(node);
@@ -768,6 +786,7 @@ class Server final : public FabricServer, public Sessions {
     // touch their memory.
     if (s->window != nullptr) retired_windows_.push_back(s->window);
     s->window = nullptr;
+    if (s->memfd >= 0) close(s->memfd);
     close(s->fd);
     auto it = std::find_if(sessions_.begin(), sessions_.end(),
                            [s](const auto& p) { return p.get() == s; });

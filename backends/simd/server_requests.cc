@@ -3,6 +3,7 @@
 // for the objects it creates and its addresses and keys translated into the
 // shadow memory the simulator works on.
 #include <poll.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -34,6 +35,15 @@ T Lookup(const std::map<uint32_t, T>& m, uint32_t handle) {
 }
 
 uint32_t Adopt(Session* s) { return s->next_handle++; }
+
+// How much of the window the process's memfd backs now (it only grows: it
+// is sealed against shrinking); the whole window without a file.
+uint64_t WindowFileBytes(const Session* s) {
+  struct stat st {};
+  if (s->memfd < 0) return kWindowBytes;
+  if (fstat(s->memfd, &st) != 0) return 0;
+  return std::min<uint64_t>(static_cast<uint64_t>(st.st_size), kWindowBytes);
+}
 
 // A created object under a new handle of `s` (in r.handle), or the error.
 template <typename T>
@@ -229,8 +239,9 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
     case Op::kRegMr: {
       tp::ProtectionDomain* pd = Lookup(s->pds, req.handle);
       // a: the process's address, b: length, c: shadow offset.
-      if (pd == nullptr || req.b == 0 || req.c < kShadowStart ||
-          req.c > kWindowBytes || req.b > kWindowBytes - req.c) {
+      const uint64_t file = WindowFileBytes(s);
+      if (pd == nullptr || req.b == 0 || req.c < kShadowStart || req.c > file ||
+          req.b > file - req.c) {
         r = FromStatus(InvalidArgument("no such PD, or a bad shadow range"));
         break;
       }

@@ -44,6 +44,7 @@ struct Session {
   int32_t node = -1;
   tp::Device* device = nullptr;
   uint8_t* window = nullptr;  // the process's memfd, kWindowBytes mapped
+  int memfd = -1;             // sealed against shrinking (-1: no file)
   // Parking (server.cc): a kPark waits while `parked`; `concerned` says
   // something happened for this node since its last wake; `dirty` is what
   // the fabric wrote into its memory since.

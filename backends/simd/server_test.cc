@@ -1,0 +1,238 @@
+// The fabric daemon against processes that break the protocol, spoken raw
+// (a socket, a hello with a memfd, then the mailbox): memory that could
+// shrink under the daemon is refused, registrations beyond the memory a
+// process shares are refused, and a process that writes nonsense into its
+// mailbox is dropped while another one goes on being served.
+#include "backends/simd/server.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/simd/mailbox.h"
+#include "backends/simd/protocol.h"
+#include "gtest/gtest.h"
+
+namespace softfab::simd {
+namespace {
+
+// A daemon of four nodes serving on a private socket until the test ends.
+class Daemon {
+ public:
+  Daemon() {
+    char dir[] = "/tmp/softfab-server-test-XXXXXX";
+    dir_ = mkdtemp(dir);
+    log_ = tmpfile();
+    ServerOptions o;
+    o.config.nodes = 4;
+    o.socket_path = dir_ + "/fabric";
+    o.log = log_;
+    std::string why;
+    auto server = CreateFabricServer(o, &why);
+    if (!server.ok()) {
+      ADD_FAILURE() << why;
+      return;
+    }
+    server_ = std::move(*server);
+    if (pipe(stop_) != 0) std::abort();
+    thread_ = std::thread([this] { server_->Run(stop_[0]); });
+  }
+  ~Daemon() {
+    if (server_ != nullptr) {
+      (void)!write(stop_[1], "x", 1);
+      thread_.join();
+      close(stop_[0]);
+      close(stop_[1]);
+    }
+    server_.reset();
+    std::remove((dir_ + "/fabric").c_str());
+    rmdir(dir_.c_str());
+    if (log_ != nullptr) fclose(log_);
+  }
+  std::string path() const { return dir_ + "/fabric"; }
+  // What the daemon logged so far.
+  std::string Log() {
+    fflush(log_);
+    std::string out;
+    rewind(log_);
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, log_)) > 0) out.append(buf, n);
+    return out;
+  }
+
+ private:
+  std::string dir_;
+  FILE* log_ = nullptr;
+  std::unique_ptr<FabricServer> server_;
+  int stop_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+// One process's side, spoken by hand.
+class RawClient {
+ public:
+  ~RawClient() {
+    if (window_ != nullptr) munmap(window_, kWindowBytes);
+    if (memfd_ >= 0) close(memfd_);
+    if (fd_ >= 0) close(fd_);
+  }
+  // Connects and says hello as `node` with a memfd of `bytes`, sealable or
+  // not. True when the daemon answered the hello.
+  bool Hello(const std::string& path, int node, bool sealable, uint64_t bytes) {
+    fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      return false;
+    }
+    memfd_ = memfd_create("raw", sealable ? MFD_ALLOW_SEALING : 0);
+    if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(bytes)) != 0) {
+      return false;
+    }
+    window_ = static_cast<uint8_t*>(
+        mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
+             MAP_SHARED | MAP_NORESERVE, memfd_, 0));
+    Request hello;
+    hello.handle = static_cast<uint32_t>(node);
+    hello.count = kProtocolVersion;
+    Message m(Op::kHello, &hello, sizeof hello);
+    iovec iov{m.mutable_bytes().data(), m.bytes().size()};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &memfd_, sizeof(int));
+    if (sendmsg(fd_, &msg, MSG_NOSIGNAL) < 0) return false;
+    std::vector<uint8_t> buf(kMessageBytesMax);
+    return recv(fd_, buf.data(), buf.size(), 0) > 0;
+  }
+  // One call through the mailbox: the reply's status (an errno), or -1 when
+  // the daemon hung up instead.
+  int Call(Op op, const Request& req, Reply* reply = nullptr) {
+    Message m(op, &req, sizeof req);
+    Mailbox box(window_);
+    if (box.PutRequest(++seq_, m.bytes().data(), m.bytes().size())) Ring();
+    std::vector<uint8_t> buf(kMessageBytesMax);
+    while (true) {
+      const long n = box.TakeReply(&seen_, buf.data());
+      if (n > 0) {
+        Header h;
+        Reply r;
+        const uint8_t* tail = nullptr;
+        if (!Decode(buf.data(), static_cast<size_t>(n), &h, &r, &tail)) {
+          return -1;
+        }
+        if (reply != nullptr) *reply = r;
+        return r.status;
+      }
+      if (HungUp(10)) return -1;
+    }
+  }
+  // Whether the daemon closed the connection within `ms`.
+  bool HungUp(int ms) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, ms) != 1) return false;
+    char b[64];
+    return recv(fd_, b, sizeof b, MSG_DONTWAIT) == 0;
+  }
+  void Ring() { (void)send(fd_, "x", 1, MSG_NOSIGNAL); }
+  int memfd() const { return memfd_; }
+  uint8_t* window() const { return window_; }
+  uint32_t next_seq() { return ++seq_; }
+
+ private:
+  int fd_ = -1;
+  int memfd_ = -1;
+  uint8_t* window_ = nullptr;
+  uint32_t seq_ = 0;
+  uint32_t seen_ = 0;
+};
+
+TEST(FabricDaemon, MemoryThatCouldShrinkIsRefused) {
+  Daemon d;
+  RawClient c;
+  EXPECT_FALSE(c.Hello(d.path(), 0, /*sealable=*/false, kShadowStart));
+  EXPECT_NE(d.Log().find("sealed against shrinking"), std::string::npos)
+      << d.Log();
+}
+
+TEST(FabricDaemon, SharedMemoryCannotShrinkOnceAccepted) {
+  Daemon d;
+  RawClient c;
+  ASSERT_TRUE(c.Hello(d.path(), 0, /*sealable=*/true, kShadowStart + 4096));
+  EXPECT_NE(ftruncate(c.memfd(), 4096), 0);
+  EXPECT_EQ(errno, EPERM);
+  // Growing is still allowed.
+  EXPECT_EQ(ftruncate(c.memfd(), kShadowStart + 8192), 0);
+}
+
+TEST(FabricDaemon, RegistrationBeyondTheSharedMemoryIsRefused) {
+  Daemon d;
+  RawClient c;
+  ASSERT_TRUE(c.Hello(d.path(), 1, /*sealable=*/true, kShadowStart + 4096));
+  Reply pd;
+  ASSERT_EQ(c.Call(Op::kAllocPd, Request{}, &pd), 0);
+  Request reg;
+  reg.handle = pd.handle;
+  reg.a = 0x10000;
+  reg.flags = 1;  // local write
+  reg.c = kShadowStart;
+  reg.b = 4096;  // inside the file: accepted
+  EXPECT_EQ(c.Call(Op::kRegMr, reg), 0);
+  reg.b = 8192;  // past its end
+  EXPECT_EQ(c.Call(Op::kRegMr, reg), EINVAL);
+  reg.c = kShadowStart - 64;  // over the mailbox
+  reg.b = 64;
+  EXPECT_EQ(c.Call(Op::kRegMr, reg), EINVAL);
+}
+
+TEST(FabricDaemon, NonsenseInOneMailboxDropsOnlyThatProcess) {
+  Daemon d;
+  RawClient bad, good;
+  ASSERT_TRUE(bad.Hello(d.path(), 0, /*sealable=*/true, kShadowStart));
+  ASSERT_TRUE(good.Hello(d.path(), 1, /*sealable=*/true, kShadowStart));
+  ASSERT_EQ(good.Call(Op::kAllocPd, Request{}), 0);
+  // A request size past the slot, then its number and the doorbell.
+  const uint32_t huge = 0xffffffff, seq = bad.next_seq();
+  std::memcpy(bad.window() + Mailbox::kRequestBytes, &huge, sizeof huge);
+  __atomic_store_n(
+      reinterpret_cast<uint32_t*>(bad.window() + Mailbox::kRequestSeq), seq,
+      __ATOMIC_SEQ_CST);
+  bad.Ring();
+  EXPECT_TRUE(bad.HungUp(5000));
+  EXPECT_NE(d.Log().find("impossible size"), std::string::npos) << d.Log();
+  EXPECT_EQ(good.Call(Op::kAllocPd, Request{}), 0);
+  // A well-sized request that is not a message at all.
+  RawClient worse;
+  ASSERT_TRUE(worse.Hello(d.path(), 2, /*sealable=*/true, kShadowStart));
+  uint8_t junk[64];
+  std::memset(junk, 0xa5, sizeof junk);
+  Mailbox(worse.window()).PutRequest(worse.next_seq(), junk, sizeof junk);
+  worse.Ring();
+  EXPECT_TRUE(worse.HungUp(5000));
+  EXPECT_NE(d.Log().find("malformed"), std::string::npos) << d.Log();
+  EXPECT_EQ(good.Call(Op::kAllocPd, Request{}), 0);
+}
+
+}  // namespace
+}  // namespace softfab::simd
