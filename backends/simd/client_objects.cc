@@ -51,7 +51,9 @@ const Wr* Nth(const Wr* wr, uint32_t n) {
 
 // Work requests as they travel (protocol.h): each WireWr, its SGEs, and an
 // inline one's bytes gathered from the process's memory. At most kWrsMax of
-// the list from `wr` on; *next is where the rest begins.
+// the list from `wr` on, and no more than one request's tail holds (64 work
+// requests each with 4 KiB inline would not fit); *next is where the rest
+// begins.
 class TailWriter {
  public:
   template <typename T>
@@ -68,9 +70,15 @@ class TailWriter {
 template <typename Wr>
 std::vector<uint8_t> EncodeWrs(const Wr* wr, uint32_t* count, const Wr** next,
                                uint32_t (*ah_handle)(const tp::SendWr&)) {
+  constexpr size_t kTailMax =
+      kMessageBytesMax - sizeof(Header) - sizeof(Request);
+  constexpr size_t kWrBytesMax =
+      sizeof(WireWr) + kSgesMax * sizeof(tp::Sge) + kInlineBytesMax;
   TailWriter tail;
   uint32_t n = 0;
-  for (; wr != nullptr && n < kWrsMax; wr = wr->next, ++n) {
+  for (; wr != nullptr && n < kWrsMax &&
+         tail.bytes.size() + kWrBytesMax <= kTailMax;
+       wr = wr->next, ++n) {
     WireWr w;
     w.wr_id = wr->wr_id;
     const uint32_t sges =

@@ -5,10 +5,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/sockios.h>
 #include <poll.h>
 #include <sched.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
