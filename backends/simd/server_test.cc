@@ -148,12 +148,14 @@ class RawClient {
       if (HungUp(10)) return -1;
     }
   }
-  // Whether the daemon closed the connection within `ms`.
+  // Whether the daemon closed the connection within `ms` (a reset when it
+  // closed with our doorbell still unread).
   bool HungUp(int ms) {
     pollfd p{fd_, POLLIN, 0};
     if (poll(&p, 1, ms) != 1) return false;
     char b[64];
-    return recv(fd_, b, sizeof b, MSG_DONTWAIT) == 0;
+    const ssize_t n = recv(fd_, b, sizeof b, MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno == ECONNRESET);
   }
   void Ring() { (void)send(fd_, "x", 1, MSG_NOSIGNAL); }
   int memfd() const { return memfd_; }
