@@ -1,7 +1,8 @@
 // A process's side of a simulated fabric shared by several processes: a
 // transport::Backend whose one device is this process's node in the fabric
-// daemon (server.h), reached over a Unix socket. Every transport call is a
-// request; memory the device touches is shadowed in a memfd shared with the
+// daemon (server.h), reached over a Unix socket and a mailbox in shared
+// memory (mailbox.h). Every transport call is a request (but a poll of an
+// empty CQ); memory the device touches is shadowed in a memfd shared with the
 // daemon and copied at post (sources) and when time has moved (what the
 // fabric wrote), so the daemon never reads this process's memory itself.
 #ifndef SOFTFAB_BACKENDS_SIMD_CLIENT_H_

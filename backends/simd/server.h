@@ -1,9 +1,9 @@
 // The fabric daemon's engine: one simulated fabric (backends/sim) shared by
-// several processes, each a node, each connected over a Unix socket
-// (protocol.h). It serves their transport calls on their node's HCA, keeps
-// their memory in shadow (a memfd each process shares), and moves virtual
-// time only when every process is parked, as the README's design section
-// says. Single-threaded: Run() is the whole daemon.
+// several processes, each a node, each connected over a Unix socket and a
+// mailbox in the memfd it shares (protocol.h, mailbox.h). It serves their
+// transport calls on their node's HCA, keeps their memory in shadow (in that
+// memfd), and moves virtual time only when every process is parked, as the
+// README's design section says. Single-threaded: Run() is the whole daemon.
 #ifndef SOFTFAB_BACKENDS_SIMD_SERVER_H_
 #define SOFTFAB_BACKENDS_SIMD_SERVER_H_
 

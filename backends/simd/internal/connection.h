@@ -1,7 +1,8 @@
 // A process's connection to the fabric daemon (client.cc): the socket, the
-// shared window (a memfd: a header page with the virtual clock, then the
-// shadows of registered memory) and the registrations, so posts copy their
-// sources in and wakes copy what the fabric wrote out.
+// shared window (a memfd: a header page with the virtual clock, the mailbox's
+// fields and the CQ bytes; the mailbox's two slots; then the shadows of
+// registered memory) and the registrations, so posts copy their sources in
+// and wakes copy what the fabric wrote out.
 #ifndef SOFTFAB_BACKENDS_SIMD_INTERNAL_CONNECTION_H_
 #define SOFTFAB_BACKENDS_SIMD_INTERNAL_CONNECTION_H_
 
