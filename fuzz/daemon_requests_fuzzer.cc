@@ -72,7 +72,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (h.op == softfab::simd::Op::kHello || h.op == softfab::simd::Op::kPark) {
       continue;  // the session loop's, not ServeRequest's
     }
-    // The daemon bounds shadow ranges by its whole window; here the window is
+    // The daemon bounds shadow ranges by its memfd's size (the session's
+    // memfd; this one has none, so the whole window); here the window is
     // smaller, so keep registrations inside it as the real check would.
     if (h.op == softfab::simd::Op::kRegMr &&
         (req.c > kWindow ||

@@ -27,7 +27,8 @@
 namespace softfab::simd {
 
 inline constexpr uint32_t kProtocolVersion = 2;
-// The largest datagram either side sends or accepts.
+// The largest message either side sends or accepts (a datagram on the
+// socket, or a mailbox slot's contents: each slot is this large).
 inline constexpr size_t kMessageBytesMax = 256 * 1024;
 // Work requests per post, completions per poll, ranges per wake.
 inline constexpr uint32_t kWrsMax = 64;
@@ -35,14 +36,16 @@ inline constexpr uint32_t kSgesMax = 16;
 inline constexpr uint32_t kWcsMax = 256;
 inline constexpr uint32_t kRangesMax = 4096;
 inline constexpr uint32_t kInlineBytesMax = 4096;
-// The shared window: offsets below it name shadow memory; the first page
-// holds the header the daemon writes (the virtual clock).
+// The shared window: offsets below it name places in the process's memfd:
+// the header page, the mailbox's slots, then shadow memory from
+// kShadowStart.
 inline constexpr uint64_t kWindowBytes = uint64_t{64} << 30;
 inline constexpr uint64_t kHeaderPageBytes = 4096;
-// The header page: the virtual clock (8 bytes) at offset 0, then one byte
-// per CQ slot, nonzero while that CQ may hold completions. The daemon writes
-// both; a poll that finds its CQ's byte zero returns 0 without a request (a
-// CQ beyond the slots, or created without one, always asks).
+// The header page: the virtual clock (8 bytes, the daemon's) at offset 0,
+// the mailbox's fields (mailbox.h: each side writes its own) from offset 8,
+// then one byte per CQ slot from kCqFlagsOffset, nonzero while that CQ may
+// hold completions (the daemon's): a poll that finds its CQ's byte zero
+// returns 0 without a request (a CQ beyond the slots always asks).
 inline constexpr uint64_t kCqFlagsOffset = 64;
 inline constexpr uint32_t kCqSlots =
     static_cast<uint32_t>(kHeaderPageBytes - kCqFlagsOffset);

@@ -5,11 +5,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -217,8 +219,10 @@ class Server final : public FabricServer, public Sessions {
     return !waiting;
   }
 
-  // The sessions that have said hello as a node (a copy: serving may drop;
-  // the daemon's loop asks for it on every turn, so no allocation).
+  // The sessions that have said hello as a node, as a list apart from
+  // sessions_ (serving may drop one), reused so that the loop, which asks on
+  // every turn, allocates nothing: callers must not ask again while they go
+  // through it.
   const std::vector<Session*>& NodeSessions() {
     node_sessions_.clear();
     for (const auto& s : sessions_) {
@@ -339,7 +343,8 @@ class Server final : public FabricServer, public Sessions {
       box.SetDaemonSleeps(true);
       pollfd p{s->fd, POLLIN, 0};
       if (!box.RequestWaiting(s->request_seen)) {
-        (void)poll(&p, 1, static_cast<int>(deadline - now));
+        (void)poll(&p, 1,
+                   static_cast<int>(std::min<uint64_t>(deadline - now, 1000)));
       }
       box.SetDaemonSleeps(false);
       if (p.revents != 0 && !DrainDoorbells(s)) {
@@ -418,15 +423,18 @@ class Server final : public FabricServer, public Sessions {
     Handle(s, static_cast<size_t>(n), passed);
   }
 
-  // Reads what waits on the socket of `s`; false when the process is gone.
+  // Reads what waits on the socket of `s` (at most 64 doorbells a call, so
+  // a process that floods its socket cannot hold the daemon here: poll
+  // comes back for the rest); false when the process is gone.
   static bool DrainDoorbells(Session* s) {
     char bell[64];
-    while (true) {
+    for (int i = 0; i < 64; ++i) {
       const ssize_t n = recv(s->fd, bell, sizeof bell, MSG_DONTWAIT);
       if (n > 0) continue;
       if (n == 0) return false;
       return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     }
+    return true;
   }
 
   // A request of `n` bytes in buf_ (with the fd that came with it, or -1).
@@ -485,6 +493,13 @@ class Server final : public FabricServer, public Sessions {
   // kHello: the process's node, protocol version and memfd. Empty when
   // accepted.
   std::string Hello(Session* s, const Request& req, int memfd) {
+    std::string refused = TakeHello(s, req, memfd);
+    // A memfd the session did not keep (a refused hello's, an address
+    // session's) is closed.
+    if (memfd >= 0 && s->memfd != memfd) close(memfd);
+    return refused;
+  }
+  std::string TakeHello(Session* s, const Request& req, int memfd) {
     if (s->node >= 0 || s->address_only) return "said hello twice";
     const int32_t node = static_cast<int32_t>(req.handle);
     if (req.count != kProtocolVersion) {
@@ -492,7 +507,6 @@ class Server final : public FabricServer, public Sessions {
              ", this daemon " + std::to_string(kProtocolVersion);
     }
     if (node == kAddressSessionNode) {
-      if (memfd >= 0) close(memfd);
       s->address_only = true;
       Reply reply;
       Message m(Op::kHello, &reply, sizeof reply);
@@ -510,21 +524,23 @@ class Server final : public FabricServer, public Sessions {
     // the write would kill the daemon (SIGBUS) and every process with it.
     // So it is sealed against shrinking, and registrations must lie inside
     // it (server_requests.cc).
+    // Only an ordinary memfd (tmpfs): a hugetlbfs one maps without
+    // reserving its pages, and the first write could meet none (SIGBUS).
     struct stat st {};
+    struct statfs fs {};
+    if (fstatfs(memfd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) {
+      return "sent shared memory that is not an ordinary memfd (tmpfs)";
+    }
     if (fcntl(memfd, F_ADD_SEALS, F_SEAL_SHRINK) != 0 ||
         fstat(memfd, &st) != 0 ||
         static_cast<uint64_t>(st.st_size) < kShadowStart) {
-      close(memfd);
       return "sent shared memory that cannot be sealed against shrinking "
              "(a memfd made with MFD_ALLOW_SEALING) or is smaller than its "
              "header and mailbox";
     }
     void* window = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
                         MAP_SHARED | MAP_NORESERVE, memfd, 0);
-    if (window == MAP_FAILED) {
-      close(memfd);
-      return "shared memory cannot be mapped";
-    }
+    if (window == MAP_FAILED) return "shared memory cannot be mapped";
     s->memfd = memfd;
     s->window = static_cast<uint8_t*>(window);
     s->node = node;
@@ -601,9 +617,14 @@ class Server final : public FabricServer, public Sessions {
   // write, a lock) is not taken for one.
   bool AsleepOutside(Session* s, uint64_t now) {
     // Nothing of ours unread by it, nothing of its unread by us (a request
-    // on its way means it is in a call, waiting for our answer).
-    // Heard from within the last millisecond: surely not (and /proc is
-    // not read while the daemon spins).
+    // on its way means it is in a call, waiting for our answer). Heard from
+    // within the last millisecond: surely not. /proc is read at most once a
+    // millisecond per process (the daemon's loop turns far more often while
+    // it spins); in between, the last look's answer stands.
+    if (s->window != nullptr && now == s->outside_looked_ms) {
+      return s->asleep_since_ms != 0 && now - s->asleep_since_ms >= 1;
+    }
+    s->outside_looked_ms = now;
     if (s->window == nullptr || now - s->last_heard_ms < 1 ||
         Mailbox(s->window).ReplyUnread(s->reply_seq) ||
         Mailbox(s->window).RequestWaiting(s->request_seen) ||

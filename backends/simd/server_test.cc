@@ -5,6 +5,7 @@
 // mailbox is dropped while another one goes on being served.
 #include "backends/simd/server.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
@@ -12,7 +13,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -89,9 +92,10 @@ class RawClient {
     if (memfd_ >= 0) close(memfd_);
     if (fd_ >= 0) close(fd_);
   }
-  // Connects and says hello as `node` with a memfd of `bytes`, sealable or
-  // not. True when the daemon answered the hello.
-  bool Hello(const std::string& path, int node, bool sealable, uint64_t bytes) {
+  // Connects and says hello as `node` with a memfd of `bytes` made with
+  // `memfd_flags`. True when the daemon answered the hello.
+  bool Hello(const std::string& path, int node, unsigned memfd_flags,
+             uint64_t bytes) {
     fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -99,13 +103,13 @@ class RawClient {
     if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
       return false;
     }
-    memfd_ = memfd_create("raw", sealable ? MFD_ALLOW_SEALING : 0);
+    memfd_ = memfd_create("raw", memfd_flags);
     if (memfd_ < 0 || ftruncate(memfd_, static_cast<off_t>(bytes)) != 0) {
       return false;
     }
-    window_ = static_cast<uint8_t*>(
-        mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
-             MAP_SHARED | MAP_NORESERVE, memfd_, 0));
+    void* w = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_NORESERVE, memfd_, 0);
+    window_ = w == MAP_FAILED ? nullptr : static_cast<uint8_t*>(w);
     Request hello;
     hello.handle = static_cast<uint32_t>(node);
     hello.count = kProtocolVersion;
@@ -128,7 +132,10 @@ class RawClient {
   }
   // One call through the mailbox: the reply's status (an errno), or -1 when
   // the daemon hung up instead.
+  // -2 when no reply came within 10 s.
   int Call(Op op, const Request& req, Reply* reply = nullptr) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(10);
     Message m(op, &req, sizeof req);
     Mailbox box(window_);
     if (box.PutRequest(++seq_, m.bytes().data(), m.bytes().size())) Ring();
@@ -146,6 +153,7 @@ class RawClient {
         return r.status;
       }
       if (HungUp(10)) return -1;
+      if (std::chrono::steady_clock::now() > deadline) return -2;
     }
   }
   // Whether the daemon closed the connection within `ms` (a reset when it
@@ -157,7 +165,7 @@ class RawClient {
     const ssize_t n = recv(fd_, b, sizeof b, MSG_DONTWAIT);
     return n == 0 || (n < 0 && errno == ECONNRESET);
   }
-  void Ring() { (void)send(fd_, "x", 1, MSG_NOSIGNAL); }
+  void Ring() { (void)send(fd_, "x", 1, MSG_NOSIGNAL | MSG_DONTWAIT); }
   int memfd() const { return memfd_; }
   uint8_t* window() const { return window_; }
   uint32_t next_seq() { return ++seq_; }
@@ -173,7 +181,7 @@ class RawClient {
 TEST(FabricDaemon, MemoryThatCouldShrinkIsRefused) {
   Daemon d;
   RawClient c;
-  EXPECT_FALSE(c.Hello(d.path(), 0, /*sealable=*/false, kShadowStart));
+  EXPECT_FALSE(c.Hello(d.path(), 0, 0, kShadowStart));
   EXPECT_NE(d.Log().find("sealed against shrinking"), std::string::npos)
       << d.Log();
 }
@@ -181,7 +189,7 @@ TEST(FabricDaemon, MemoryThatCouldShrinkIsRefused) {
 TEST(FabricDaemon, SharedMemoryCannotShrinkOnceAccepted) {
   Daemon d;
   RawClient c;
-  ASSERT_TRUE(c.Hello(d.path(), 0, /*sealable=*/true, kShadowStart + 4096));
+  ASSERT_TRUE(c.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart + 4096));
   EXPECT_NE(ftruncate(c.memfd(), 4096), 0);
   EXPECT_EQ(errno, EPERM);
   // Growing is still allowed.
@@ -191,7 +199,7 @@ TEST(FabricDaemon, SharedMemoryCannotShrinkOnceAccepted) {
 TEST(FabricDaemon, RegistrationBeyondTheSharedMemoryIsRefused) {
   Daemon d;
   RawClient c;
-  ASSERT_TRUE(c.Hello(d.path(), 1, /*sealable=*/true, kShadowStart + 4096));
+  ASSERT_TRUE(c.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart + 4096));
   Reply pd;
   ASSERT_EQ(c.Call(Op::kAllocPd, Request{}, &pd), 0);
   Request reg;
@@ -211,8 +219,8 @@ TEST(FabricDaemon, RegistrationBeyondTheSharedMemoryIsRefused) {
 TEST(FabricDaemon, NonsenseInOneMailboxDropsOnlyThatProcess) {
   Daemon d;
   RawClient bad, good;
-  ASSERT_TRUE(bad.Hello(d.path(), 0, /*sealable=*/true, kShadowStart));
-  ASSERT_TRUE(good.Hello(d.path(), 1, /*sealable=*/true, kShadowStart));
+  ASSERT_TRUE(bad.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart));
+  ASSERT_TRUE(good.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
   ASSERT_EQ(good.Call(Op::kAllocPd, Request{}), 0);
   // A request size past the slot, then its number and the doorbell.
   const uint32_t huge = 0xffffffff, seq = bad.next_seq();
@@ -226,7 +234,7 @@ TEST(FabricDaemon, NonsenseInOneMailboxDropsOnlyThatProcess) {
   EXPECT_EQ(good.Call(Op::kAllocPd, Request{}), 0);
   // A well-sized request that is not a message at all.
   RawClient worse;
-  ASSERT_TRUE(worse.Hello(d.path(), 2, /*sealable=*/true, kShadowStart));
+  ASSERT_TRUE(worse.Hello(d.path(), 2, MFD_ALLOW_SEALING, kShadowStart));
   uint8_t junk[64];
   std::memset(junk, 0xa5, sizeof junk);
   Mailbox(worse.window()).PutRequest(worse.next_seq(), junk, sizeof junk);
@@ -234,6 +242,63 @@ TEST(FabricDaemon, NonsenseInOneMailboxDropsOnlyThatProcess) {
   EXPECT_TRUE(worse.HungUp(5000));
   EXPECT_NE(d.Log().find("malformed"), std::string::npos) << d.Log();
   EXPECT_EQ(good.Call(Op::kAllocPd, Request{}), 0);
+}
+
+TEST(FabricDaemon, HugePageMemoryIsRefused) {
+  // A hugetlbfs memfd maps without reserving its pages: the daemon's first
+  // write could meet none and die of SIGBUS.
+  const int probe = memfd_create("probe", MFD_HUGETLB);
+  if (probe < 0) GTEST_SKIP() << "no hugetlbfs memfd on this kernel";
+  close(probe);
+  Daemon d;
+  RawClient c;
+  EXPECT_FALSE(
+      c.Hello(d.path(), 0, MFD_HUGETLB | MFD_ALLOW_SEALING, uint64_t{2} << 20));
+  EXPECT_NE(d.Log().find("not an ordinary memfd"), std::string::npos)
+      << d.Log();
+}
+
+// Descriptors this process holds (the daemon runs in it, on a thread).
+int OpenFds() {
+  int n = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  while (dirent* e = readdir(dir)) n += e->d_name[0] != '.';
+  closedir(dir);
+  return n;
+}
+
+TEST(FabricDaemon, RefusedHellosLeaveNoDescriptorBehind) {
+  Daemon d;
+  const int before = OpenFds();
+  for (int i = 0; i < 20; ++i) {
+    RawClient c;  // node 99 of a fabric of 4: refused
+    EXPECT_FALSE(c.Hello(d.path(), 99, MFD_ALLOW_SEALING, kShadowStart));
+  }
+  // The daemon closes the refused sessions' sockets and memfds as it drops
+  // them; give it a moment to get through the last.
+  int after = OpenFds();
+  for (int i = 0; i < 100 && after != before; ++i) {
+    usleep(10'000);
+    after = OpenFds();
+  }
+  EXPECT_EQ(after, before);
+}
+
+TEST(FabricDaemon, ADoorbellFloodDoesNotStopTheOthers) {
+  Daemon d;
+  RawClient flooder, good;
+  ASSERT_TRUE(flooder.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart));
+  ASSERT_TRUE(good.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
+  std::atomic<bool> stop{false};
+  std::thread flood([&] {
+    while (!stop.load()) flooder.Ring();
+  });
+  // Every call is served while the flood goes on.
+  int served = 0;
+  while (served < 50 && good.Call(Op::kAllocPd, Request{}) == 0) ++served;
+  stop = true;
+  flood.join();
+  EXPECT_EQ(served, 50);
 }
 
 }  // namespace

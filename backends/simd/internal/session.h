@@ -54,7 +54,8 @@ struct Session {
   bool named = false;  // the watchdog named it for the current stall
   uint64_t deadline_ns = UINT64_MAX;
   uint64_t last_heard_ms = 0;
-  uint64_t asleep_since_ms = 0;  // first seen asleep outside (0: not)
+  uint64_t asleep_since_ms = 0;    // first seen asleep outside (0: not)
+  uint64_t outside_looked_ms = 0;  // when /proc was last read for it
   std::vector<Range> dirty;
   // The mailbox (mailbox.h): the last request taken, the last reply placed.
   uint32_t request_seen = 0;
@@ -77,8 +78,8 @@ struct Session {
   std::map<uint32_t, uint32_t> mr_by_rkey;
 };
 
-// Sets the header-page byte saying whether CQ slot `slot` of `s` may hold
-// completions (protocol.h).
+// Sets the header-page byte saying whether `cq` of `s` may hold completions
+// (protocol.h); nothing for a CQ without a slot.
 inline void SetCqFlag(Session* s, const tp::CompletionQueue* cq, bool maybe) {
   if (s->window == nullptr) return;
   auto it = s->cq_slots.find(cq);
