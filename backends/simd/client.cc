@@ -61,23 +61,7 @@ Status Connection::Open(const std::string& path, int node, std::string* why) {
   shadow_end_ = kShadowStart;
   mailbox_ = std::make_unique<Mailbox>(window_);
   // Hello, with the memfd.
-  Request hello;
-  hello.handle = static_cast<uint32_t>(node);
-  hello.count = kProtocolVersion;
-  Message m(Op::kHello, &hello, sizeof hello);
-  iovec iov{m.mutable_bytes().data(), m.bytes().size()};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &memfd_, sizeof(int));
-  if (sendmsg(fd_, &msg, MSG_NOSIGNAL) < 0) {
+  if (!SendHello(fd_, node, memfd_)) {
     *why = std::string("cannot talk to the fabric daemon: ") +
            std::strerror(errno);
     return Status(EIO, "cannot talk to the fabric daemon");

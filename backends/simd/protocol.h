@@ -89,7 +89,6 @@ enum class Op : uint32_t {
   kScheduleWakeup,
   kPark,  // wait until virtual time moved and something concerns us;
           // flags 1: do not wait, just take the ranges written so far
-  kGrow,  // the client grew its memfd to Request::a bytes
   // Address sessions (Hello for kAddressSessionNode, no memfd): IP address
   // and port to endpoint name, for fi_getinfo's node / service. a: IPv4
   // address (host order, 0: any), b: port; the name is the tail.
@@ -264,6 +263,11 @@ class TailReader {
   const uint8_t* p_;
   size_t left_;
 };
+
+// Says hello on `socket_fd` as `node` in this protocol version, passing
+// `memfd` (SCM_RIGHTS; -1: none, as an address session). False when the
+// socket refused it (errno says why).
+bool SendHello(int socket_fd, int32_t node, int memfd);
 
 // Checks a request's work requests before anything is posted: counts, SGE
 // counts and inline sizes within the limits, the tail exactly used up. The

@@ -110,23 +110,7 @@ class RawClient {
     void* w = mmap(nullptr, kWindowBytes, PROT_READ | PROT_WRITE,
                    MAP_SHARED | MAP_NORESERVE, memfd_, 0);
     window_ = w == MAP_FAILED ? nullptr : static_cast<uint8_t*>(w);
-    Request hello;
-    hello.handle = static_cast<uint32_t>(node);
-    hello.count = kProtocolVersion;
-    Message m(Op::kHello, &hello, sizeof hello);
-    iovec iov{m.mutable_bytes().data(), m.bytes().size()};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int));
-    std::memcpy(CMSG_DATA(c), &memfd_, sizeof(int));
-    if (sendmsg(fd_, &msg, MSG_NOSIGNAL) < 0) return false;
+    if (!SendHello(fd_, node, memfd_)) return false;
     std::vector<uint8_t> buf(kMessageBytesMax);
     return recv(fd_, buf.data(), buf.size(), 0) > 0;
   }
