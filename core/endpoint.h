@@ -102,6 +102,14 @@ struct EndpointAttr {
   // an unacknowledged packet is resent (14: 67 ms, a common default).
   uint8_t rc_timeout = 14;
   uint32_t cm_retries_max = 50;
+  // The class of service of every path the endpoint makes (RC connections,
+  // datagrams, the CM's own datagrams): the GRH's traffic class (RoCEv2: the
+  // IP TOS byte, DSCP << 2 | ECN), the service level (0..15) and the port's
+  // P_Key table index. The API takes them from sf_fabric_attr or the
+  // environment; 0 is the fabric's default class.
+  uint8_t traffic_class = 0;
+  uint8_t service_level = 0;
+  uint16_t pkey_index = 0;
   // FI_BUFFERED_RECV (or FI_VARIABLE_MSG): see RxContext::Attr::buffered.
   bool buffered = false;
   // Registrations the protocol makes of user buffers (rendezvous) come from

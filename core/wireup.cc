@@ -40,7 +40,7 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   if (!qp.ok()) return qp.status();
   tp::QpAttr a;
   a.qp_state = tp::QpState::kInit;
-  a.pkey_index = 0;
+  a.pkey_index = attr_.pkey_index;
   a.port_num = kPort;
   a.qp_access_flags = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
   if (Status s = (*qp)->Modify(a, tp::kQpState | tp::kQpPkeyIndex |
@@ -60,7 +60,7 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
   a.rq_psn = remote_psn;
   a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = kMinRnrTimer;
-  a.ah_attr = AhAttrFor(p.name);
+  a.ah_attr = AhAttrFor(p.name, attr_.traffic_class, attr_.service_level);
   if (Status s = p.qp->Modify(
           a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu | tp::kQpDestQpn |
                  tp::kQpRqPsn | tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
@@ -132,7 +132,8 @@ Status Endpoint::ConnectToSelf(uint32_t peer) {
 Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   Peer& p = conns_[peer];
   if (p.ah == nullptr) {
-    auto made = pd_->CreateAh(AhAttrFor(p.name));
+    auto made = pd_->CreateAh(
+        AhAttrFor(p.name, attr_.traffic_class, attr_.service_level));
     if (!made.ok()) return made.status();
     p.ah = *made;
   }

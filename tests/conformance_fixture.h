@@ -106,6 +106,7 @@ class Fixture {
     fa.sim_reorder = b.reorder;
     fa.sim_nodes = nodes;
     fa.sim_seed = seed;
+    if (adjust_fabric) adjust_fabric(&fa);
     if (int rc = sf_fabric_open(&fa, &fabric, nullptr); rc != 0) {
       return ::testing::AssertionFailure()
              << "sf_fabric_open: " << sf_last_error();
@@ -297,6 +298,9 @@ class Fixture {
   std::vector<Peer> peers;
   // Runs on each peer's endpoint before sf_enable (options); non-zero fails.
   std::function<int(int, sf_ep*)> before_enable;
+  // Adjusts the fabric's attributes before sf_fabric_open (its class of
+  // service, say).
+  std::function<void(sf_fabric_attr*)> adjust_fabric;
 };
 
 }  // namespace softfab::testing

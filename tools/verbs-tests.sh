@@ -34,6 +34,7 @@ suites=(
   "wait_fd_test:tests/wait_fd_test:*/verbs"
   "peer_death_test:tests/peer_death_test:PeerDeathTest.*:*/verbs"
   "defects_test:tests/defects_test:*/verbs"
+  "class_of_service_test:tests/class_of_service_test:*/verbs"
   "fabtests_unit_test:tests/fabtests/unit/fabtests_unit_test:*/verbs"
   "verbs_test:api/verbs_test:*/Device:*RunsOnADevice*:SfvDeviceListTest.*"
   "fabtests_functional_test:tests/fabtests/functional/functional_test:*/verbs"

@@ -220,6 +220,7 @@ struct PortAttr {  // subset of ibv_port_attr
   Mtu max_mtu = Mtu::k4096;
   Mtu active_mtu = Mtu::k1024;
   int32_t gid_tbl_len = 0;
+  uint16_t pkey_tbl_len = 1;  // P_Key table entries (a QP's pkey_index < it)
   uint32_t max_msg_sz = 0;
   uint16_t lid = 0;
   uint16_t sm_lid = 0;

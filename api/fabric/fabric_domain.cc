@@ -18,10 +18,12 @@
 namespace softfab::fabric_internal {
 
 sf_fabric* NewFabric(std::unique_ptr<tp::Backend> backend,
-                     softfab::sim::SimFabric* sim_extension, void* context) {
+                     softfab::sim::SimFabric* sim_extension,
+                     const ClassOfService& cos, void* context) {
   auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
   f->backend = std::move(backend);
   f->sim_extension = sim_extension;
+  f->class_of_service = cos;
   return f;
 }
 
@@ -33,6 +35,8 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   if (attr == nullptr || out == nullptr) {
     return Fail(EINVAL, "attr and fabric must not be NULL");
   }
+  ClassOfService cos;
+  if (const int bad = ResolveClassOfService(attr, &cos); bad != 0) return bad;
   // The one place a backend is chosen; each opener reads its own fields.
   Fabric opened;
   int rc;
@@ -52,7 +56,7 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   }
   if (rc != 0) return rc;
   Fabric* f = static_cast<Fabric*>(
-      NewFabric(std::move(opened.backend), opened.sim_extension, context));
+      NewFabric(std::move(opened.backend), opened.sim_extension, cos, context));
   f->mr_cache = opened.mr_cache;
   *out = f;
   return 0;
@@ -68,6 +72,19 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   if (!dev.ok()) {
     return FailWith(dev.status().code(),
                     why.empty() ? dev.status().message() : why);
+  }
+  // The fabric's P_Key index must be in this port's table.
+  tp::PortAttr port;
+  if (Status s = (*dev)->QueryPort(1, &port); !s.ok()) {
+    f->backend->CloseDevice(*dev);
+    return Fail(s);
+  }
+  if (f->class_of_service.pkey_index >= port.pkey_tbl_len) {
+    f->backend->CloseDevice(*dev);
+    return FailWith(
+        EINVAL, "pkey_index " + std::to_string(f->class_of_service.pkey_index) +
+                    " is beyond the port's P_Key table (" +
+                    std::to_string(port.pkey_tbl_len) + " entries)");
   }
   // Undone in reverse if a later step fails, so a refused open leaves the
   // backend as it was.

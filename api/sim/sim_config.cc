@@ -21,11 +21,16 @@ int sf_sim_fabric_open(const sim::SimConfig& config, sf_fabric** out,
                        void* context) {
   if (out == nullptr) return Fail(EINVAL, "fabric must not be NULL");
   if (const Status s = sim::ValidateSimConfig(config); !s.ok()) return Fail(s);
+  fabric_internal::ClassOfService cos;
+  if (const int bad = fabric_internal::ResolveClassOfService(nullptr, &cos);
+      bad != 0) {
+    return bad;
+  }
   std::unique_ptr<sim::SimFabric> sim = sim::CreateSimFabric(config);
   if (!sim) return Fail(EINVAL, "simulator configuration refused");
   sim::SimFabric* view = sim.get();
   *out = fabric_internal::NewFabric(sim::CreateSimBackend(std::move(sim)), view,
-                                    context);
+                                    cos, context);
   return 0;
 }
 

@@ -193,6 +193,18 @@ struct sf_fabric_attr {
   uint32_t verbs_flags;
   /* Simulator: the device personality (0: rxe). */
   enum sf_sim_personality sim_personality;
+  /* The class of service of every path the fabric's endpoints make (both
+   * backends): traffic_class is the GRH's traffic class, on RoCEv2 the IP
+   * header's TOS byte (DSCP << 2 | ECN: 104 is DSCP 26, a common lossless
+   * class under PFC); service_level the IB SL in [0, 15] (RoCE devices map it
+   * to the Ethernet priority); pkey_index the port's P_Key table index (below
+   * the port's table length; the simulator's table has one entry). A field
+   * left 0 takes $SOFTFAB_TRAFFIC_CLASS, $SOFTFAB_SERVICE_LEVEL or
+   * $SOFTFAB_PKEY_INDEX (decimal or 0x hex) when set, else 0. Out-of-range
+   * values, here or in the environment: -SF_EINVAL, nothing opened. */
+  uint8_t traffic_class;
+  uint8_t service_level;
+  uint16_t pkey_index;
 };
 
 int sf_fabric_open(const struct sf_fabric_attr* attr, struct sf_fabric** fabric,

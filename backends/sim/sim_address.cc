@@ -26,7 +26,8 @@ StatusOr<AddressHandle*> PdImpl::CreateAh(const AhAttr& attr) {
   const int32_t node = NodeOfAh(dev_->fabric_, attr);
   if (node < 0) return InvalidArgument("address names no reachable port");
   const uint32_t index = static_cast<uint32_t>(dev_->ahs_.size());
-  dev_->ahs_.push_back(std::make_unique<AhImpl>(dev_, this, index, node));
+  dev_->ahs_.push_back(std::make_unique<AhImpl>(
+      dev_, this, index, node, attr.is_global ? attr.grh.traffic_class : 0));
   ++refs_;
   return static_cast<AddressHandle*>(dev_->ahs_.back().get());
 }

@@ -110,6 +110,7 @@ class PcapTap final : public PacketTap {
     p.dest_qp = ev.dst_qpn & kPsnMask;
     p.psn = ev.psn & kPsnMask;
     p.bad_icrc = (ev.flags & kPktCorrupt) != 0;
+    p.traffic_class = TrafficClassOf(ev);
     FillFromWqe(ev, &p);
     const size_t len = EncodeRoceV2(p, &frame_);
     const uint64_t t = fabric_->now();
@@ -137,6 +138,17 @@ class PcapTap final : public PacketTap {
   bool Write(const void* data, size_t len) {
     if (std::fwrite(data, 1, len, file_) != len) failed_ = true;
     return !failed_;
+  }
+
+  // The IP TOS byte the sender gives the packet: a datagram's from its AH;
+  // on RC every packet a QP sends (requests, ACKs, read responses) from the
+  // QP's path, as an HCA takes it from the QP context.
+  uint8_t TrafficClassOf(const Ev& ev) {
+    if (ev.op == PktOp::kUdSend)
+      return fabric_->ud_pool().traffic_class(ev.aux);
+    const QpImpl* qp = fabric_->dev(ev.src_node)->QpByNum(ev.src_qpn);
+    if (qp == nullptr || !qp->attr_.ah_attr.is_global) return 0;
+    return qp->attr_.ah_attr.grh.traffic_class;
   }
 
   // The fields that come from the WR behind the packet (payload, RETH,

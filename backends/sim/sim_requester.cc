@@ -130,7 +130,7 @@ void QpImpl::Pump() {
         p.offset = w.imm;
       }
       if (w.send_flags & transport::kSendSolicited) p.flags |= kPktSolicited;
-      p.aux = f->ud_pool().Alloc(w.length);
+      p.aux = f->ud_pool().Alloc(w.length, w.ud_traffic_class);
       if (w.send_flags & transport::kSendInline) {
         std::memcpy(f->ud_pool().data(p.aux), sq_.Inline(req_.tx_wqe),
                     w.length);
@@ -207,6 +207,7 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
     const bool is_ud = init_.qp_type == QpType::kUd;
     uint64_t total = 0;
     int32_t ud_node = -1;
+    uint8_t ud_traffic_class = 0;
     if (st == QpState::kReset || st == QpState::kInit || st == QpState::kRtr) {
       s = InvalidArgument("post_send needs RTS, SQD, SQE or ERROR");
     } else if (static_cast<uint32_t>(wr->opcode) >
@@ -241,6 +242,7 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
           s = InvalidArgument("address handle from another PD");
         } else {
           ud_node = ah->node_;
+          ud_traffic_class = ah->traffic_class_;
         }
       }
       if (s.ok() && total > kSgeZeroLength)
@@ -263,6 +265,7 @@ Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
     w.ud_qpn = wr->ud.remote_qpn;
     w.ud_qkey = wr->ud.remote_qkey;
     w.ud_node = ud_node;
+    w.ud_traffic_class = ud_traffic_class;
     w.num_sge = static_cast<uint32_t>(wr->num_sge);
     w.opcode = wr->opcode;
     w.send_flags = wr->send_flags;

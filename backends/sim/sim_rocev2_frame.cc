@@ -133,6 +133,7 @@ size_t EncodeRoceV2(const RoceV2Packet& p, std::vector<uint8_t>* frame) {
 
   uint8_t* ip = f + kEthBytes;
   ip[0] = 0x45;  // version 4, 5 words
+  ip[1] = p.traffic_class;
   Put16(ip + 2, static_cast<uint32_t>(kIpv4Bytes + udp_len));
   Put16(ip + 6, 0x4000);  // don't fragment
   ip[8] = 64;             // TTL

@@ -72,6 +72,7 @@ void QpImpl::OnUdDatagram(const Ev& ev) {
   std::memset(ip, 0, 20);
   const uint32_t total = 20 + 8 + 12 + ev.length + 4;
   ip[0] = 0x45;
+  ip[1] = f->ud_pool().traffic_class(ev.aux);  // TOS: the sender's class
   ip[2] = static_cast<uint8_t>(total >> 8);
   ip[3] = static_cast<uint8_t>(total);
   ip[8] = 64;

@@ -91,6 +91,7 @@ Status DeviceImpl::QueryPort(uint8_t port_num,
   attr->max_mtu = static_cast<transport::Mtu>(a.max_mtu);
   attr->active_mtu = static_cast<transport::Mtu>(a.active_mtu);
   attr->gid_tbl_len = 1;  // index 0 = the selected GID
+  attr->pkey_tbl_len = a.pkey_tbl_len;
   attr->max_msg_sz = a.max_msg_sz;
   attr->lid = a.lid;
   attr->sm_lid = a.sm_lid;

@@ -83,12 +83,19 @@ Status PostOneRecv(Queue* queue, uint64_t wr_id, const void* addr, size_t len,
   return queue->PostRecv(&wr, &bad);
 }
 
-// The address of an endpoint named `name`, as a RoCE path needs it (GRH).
-inline transport::AhAttr AhAttrFor(const wire::Name& name) {
+// The address of an endpoint named `name`, as a RoCE path needs it (GRH),
+// in the class of service the endpoint's traffic travels in: the GRH's traffic
+// class (on RoCEv2 the IP header's TOS byte: DSCP << 2 | ECN) and the service
+// level (on RoCE the device maps it to the Ethernet priority).
+inline transport::AhAttr AhAttrFor(const wire::Name& name,
+                                   uint8_t traffic_class,
+                                   uint8_t service_level) {
   transport::AhAttr ah;
   ah.is_global = 1;
   std::memcpy(ah.grh.dgid.raw, name.gid, 16);
   ah.grh.hop_limit = 64;
+  ah.grh.traffic_class = traffic_class;
+  ah.sl = service_level;
   ah.dlid = name.lid;
   ah.port_num = kPort;
   return ah;

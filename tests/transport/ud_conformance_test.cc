@@ -65,6 +65,37 @@ TEST_P(UdConformance, DatagramArrivesAfterTheGrhAndAWrongQkeyIsDropped) {
   EXPECT_TRUE(IsEmpty(b.rcq));
 }
 
+// The AH's GRH traffic class is the datagram's IP TOS byte (RoCEv2), which a
+// RoCE device shows in the receiver's GRH area: the class softfab's paths
+// travel in (a fabric's traffic_class) reaches the wire.
+TEST_P(UdConformance, TheTrafficClassIsTheIpHeadersTos) {
+  tp::QueuePair* qa = UdQp(0);
+  tp::QueuePair* qb = UdQp(1);
+  ASSERT_NE(qa, nullptr);
+  ASSERT_NE(qb, nullptr);
+  tp::AhAttr address = Address(1);
+  ASSERT_EQ(address.is_global, 1);
+  address.grh.traffic_class = 26 << 2;  // DSCP 26
+  tp::AddressHandle* ah = Must(s_[0].pd->CreateAh(address));
+  ASSERT_NE(ah, nullptr);
+  Side& a = s_[0];
+  Side& b = s_[1];
+  tp::Sge rs = b.Sge(0, 40 + 64);
+  ASSERT_TRUE(PostRecv(qb, 40, &rs, 1).ok());
+  const tp::Sge ss = a.Sge(0, 64);
+  ASSERT_TRUE(
+      PostUdSend(qa, 41, ss, ah, qb->qp_num(), ::softfab::testing::kTestQkey, 0)
+          .ok());
+  auto r = PollN(b.rcq, 1);
+  ASSERT_EQ(r.size(), 1u);
+  ASSERT_EQ(r[0].status, tp::WcStatus::kSuccess);
+  ASSERT_EQ(r[0].wc_flags & tp::kWcGrh, tp::kWcGrh);
+  // RoCEv2 over IPv4: the IPv4 header in the last 20 bytes of the area.
+  EXPECT_EQ(b.buf[20], 0x45);
+  EXPECT_EQ(b.buf[21], 26 << 2);
+  EXPECT_EQ(PollN(a.scq, 1).size(), 1u);
+}
+
 SOFTFAB_INSTANTIATE_PER_TRANSPORT(UdConformance);
 
 }  // namespace

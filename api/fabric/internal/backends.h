@@ -27,10 +27,17 @@ int OpenSimBackend(const sf_fabric_attr& attr, Fabric* f);
 int OpenSharedSimBackend(const sf_fabric_attr& attr, Fabric* f);
 int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f);
 
-// A new fabric object over `backend`; `sim_extension` is the in-process
-// simulator behind it, if any (api/sim/sim_api.h).
+// The class of service `attr` asks for (null: none), each field left 0
+// taken from the environment ($SOFTFAB_TRAFFIC_CLASS, $SOFTFAB_SERVICE_LEVEL,
+// $SOFTFAB_PKEY_INDEX); 0, or -SF_EINVAL with the reason for sf_last_error.
+int ResolveClassOfService(const sf_fabric_attr* attr, ClassOfService* out);
+
+// A new fabric object over `backend`, its endpoints' paths in class `cos`;
+// `sim_extension` is the in-process simulator behind it, if any
+// (api/sim/sim_api.h).
 sf_fabric* NewFabric(std::unique_ptr<tp::Backend> backend,
-                     softfab::sim::SimFabric* sim_extension, void* context);
+                     softfab::sim::SimFabric* sim_extension,
+                     const ClassOfService& cos, void* context);
 
 // Gives `cq` (of a domain) its wait fd (SF_WAIT_FD, SF_WAIT_UNSPEC) and
 // keeps it in step from now on; 0, or -SF_E* (the fds it made close with it).

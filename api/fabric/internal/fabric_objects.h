@@ -68,6 +68,13 @@ struct Cq;
 
 struct Domain;
 
+// A fabric's class of service (api/fabric/class_of_service.cc).
+struct ClassOfService {
+  uint8_t traffic_class = 0;
+  uint8_t service_level = 0;
+  uint16_t pkey_index = 0;
+};
+
 struct Fabric : sf_fabric {
   using Public = sf_fabric;
   // The backend (transport/backend.h): the simulated fabric or a real device.
@@ -79,6 +86,9 @@ struct Fabric : sf_fabric {
   // Registrations the protocol makes of user buffers are cached
   // (SF_VERBS_MR_CACHE or SOFTFAB_MR_CACHE=1); off: one per operation.
   bool mr_cache = false;
+  // The class of service its endpoints' paths travel in (sf_fabric_attr's
+  // traffic_class, service_level, pkey_index, or the environment).
+  ClassOfService class_of_service;
   int children = 0;
   std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step.
   std::vector<Domain*> domains;  // Open domains, in opening order.
@@ -211,6 +221,10 @@ inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
   a->inline_sends = t.inline_sends;
   if (t.cm_retry_ns != 0) a->cm_retry_ns = t.cm_retry_ns;
   if (t.cm_retries_max != 0) a->cm_retries_max = t.cm_retries_max;
+  const ClassOfService& cos = d->fabric->class_of_service;
+  a->traffic_class = cos.traffic_class;
+  a->service_level = cos.service_level;
+  a->pkey_index = cos.pkey_index;
 }
 
 // Takes an endpoint or listener off its domain's list (before it goes).

@@ -12,13 +12,19 @@ namespace softfab::sim::internal {
 
 class AhImpl final : public AddressHandle {
  public:
-  AhImpl(DeviceImpl* dev, PdImpl* pd, uint32_t index, int32_t node)
-      : dev_(dev), pd_(pd), index_(index), node_(node) {}
+  AhImpl(DeviceImpl* dev, PdImpl* pd, uint32_t index, int32_t node,
+         uint8_t traffic_class)
+      : dev_(dev),
+        pd_(pd),
+        index_(index),
+        node_(node),
+        traffic_class_(traffic_class) {}
   Status Destroy() override;
   DeviceImpl* dev_;
   PdImpl* pd_;
   uint32_t index_;
   int32_t node_;
+  uint8_t traffic_class_;  // the GRH's (0 without one)
 };
 
 // The GID of `node`'s port.

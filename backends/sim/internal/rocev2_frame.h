@@ -53,6 +53,7 @@ inline constexpr uint8_t kUdSendOnlyImm = 0x65;
 struct RoceV2Packet {
   int32_t src_node = 0;
   int32_t dst_node = 0;
+  uint8_t traffic_class = 0;  // the IP header's TOS byte (DSCP << 2 | ECN)
   uint16_t udp_src_port = 0xc000;
   uint8_t opcode = bth::kSendOnly;
   bool solicited = false;  // BTH SE

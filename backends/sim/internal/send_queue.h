@@ -30,7 +30,8 @@ struct SendWqe {
   WrOpcode opcode;
   uint32_t send_flags;
   bool signaled;
-  bool done;  // UD: left the port.
+  bool done;                 // UD: left the port.
+  uint8_t ud_traffic_class;  // UD: the AH's GRH traffic class
   WcStatus error;
   // DeviceImpl::mr_epoch_ + 1 when Pump's local SGE check passed (0: not
   // checked): while no MR has been deregistered since, it still passes.

@@ -15,8 +15,9 @@ namespace softfab::sim::internal {
 
 class UdPool {
  public:
-  // A slot holding `bytes` bytes (contents unspecified), one reference.
-  uint32_t Alloc(uint64_t bytes) {
+  // A slot holding `bytes` bytes (contents unspecified) of a datagram sent
+  // with GRH traffic class `traffic_class`, one reference.
+  uint32_t Alloc(uint64_t bytes, uint8_t traffic_class) {
     uint32_t slot;
     if (!free_.empty()) {
       slot = free_.back();
@@ -27,9 +28,13 @@ class UdPool {
     }
     buffers_[slot].bytes.resize(bytes);
     buffers_[slot].refs = 1;
+    buffers_[slot].traffic_class = traffic_class;
     return slot;
   }
   uint8_t* data(uint32_t slot) { return buffers_[slot].bytes.data(); }
+  uint8_t traffic_class(uint32_t slot) const {
+    return buffers_[slot].traffic_class;
+  }
   void AddRef(uint32_t slot) { ++buffers_[slot].refs; }
   void Release(uint32_t slot) {
     if (--buffers_[slot].refs == 0) free_.push_back(slot);
@@ -39,6 +44,7 @@ class UdPool {
   struct Buffer {
     std::vector<uint8_t> bytes;
     uint32_t refs = 0;  // packets on the wire that carry it
+    uint8_t traffic_class = 0;
   };
   std::vector<Buffer> buffers_;
   std::vector<uint32_t> free_;
