@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/pinned_memory.h"
 #include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
@@ -64,7 +65,7 @@ class CmChannel {
 
   transport::QueuePair* qp_ = nullptr;
   // kBuffers receive slots, then kBuffers send slots.
-  std::vector<uint8_t> buffers_;
+  PinnedVector<uint8_t> buffers_;
   size_t recv_slot_bytes_ = kSlotBytes;
   transport::MemoryRegion* mr_ = nullptr;
   uint32_t send_next_ = 0;

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/pinned_memory.h"
 #include "core/wire.h"
 #include "transport/status.h"
 #include "transport/transport.h"
@@ -98,8 +99,8 @@ class Credits {
   bool PostWrite(uint32_t peer, PeerCredits* c, transport::QueuePair* qp);
 
   uint32_t per_peer_ = 0;
-  std::vector<uint64_t> words_;    // Written by peers.
-  std::vector<uint64_t> sources_;  // What we write to them.
+  PinnedVector<uint64_t> words_;    // Written by peers.
+  PinnedVector<uint64_t> sources_;  // What we write to them.
   transport::MemoryRegion* words_mr_ = nullptr;
   transport::MemoryRegion* sources_mr_ = nullptr;
   std::vector<uint32_t> due_;  // Peers with credits to write back.

@@ -47,8 +47,7 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
   if (!name) return InvalidArgument("destination is not in the address vector");
   tp::AddressHandle*& ah = dgram_ah_[a.dest];
   if (ah == nullptr) {
-    auto made = pd_->CreateAh(
-        AhAttrFor(*name, attr_.traffic_class, attr_.service_level));
+    auto made = pd_->CreateAh(AddressOf(*name));
     if (!made.ok()) {
       dgram_ah_.erase(a.dest);
       return made.status();

@@ -69,6 +69,7 @@
 #include "core/flags.h"
 #include "core/matcher.h"
 #include "core/mr_cache.h"
+#include "core/pinned_memory.h"
 #include "core/progress_source.h"
 #include "core/rx_context.h"  // RecvArgs, RecvContext, RxContext.
 #include "core/transmit_engine.h"
@@ -374,6 +375,9 @@ class Endpoint final : public RxClient {
   // it on the event queue.
   void FailPeer(uint32_t peer, int err, int prov_errno,
                 const wire::CmMessage* cm = nullptr);
+  // The address of the endpoint named `name` as this endpoint's port reaches
+  // it, in the endpoint's class of service (core/internal/endpoint_common.h).
+  transport::AhAttr AddressOf(const wire::Name& name) const;
   // The next CM retry for `p`, cm_retry_ns after `now`.
   void ArmCmTimer(Peer& p, uint64_t now);
   // Resends the requests of connecting peers whose timer ran out; fails
@@ -439,13 +443,13 @@ class Endpoint final : public RxClient {
   // tx slots' in tx_).
   // Receive bounce buffers, a chunk of `credits` of them per connected peer
   // (up to rx_bounce_max_), so an idle endpoint holds none.
-  std::vector<std::unique_ptr<uint8_t[]>> rx_chunks_;
+  std::vector<PinnedBlock> rx_chunks_;
   std::vector<transport::MemoryRegion*> rx_chunk_mrs_;
   uint32_t rx_bounce_max_ = 0;
   size_t rx_slot_bytes_ = 0;
   uint32_t rx_bounce_count_ = 0;
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
-  std::vector<uint8_t> dgram_rx_;
+  PinnedVector<uint8_t> dgram_rx_;
   transport::MemoryRegion* dgram_mr_ = nullptr;
   size_t dgram_slot_bytes_ = 0;
   uint32_t dgram_mtu_ = 0;

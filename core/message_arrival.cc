@@ -88,7 +88,7 @@ Status Endpoint::AddBounceChunk() {
     return Status::Ok();
   }
   const size_t bytes = static_cast<size_t>(attr_.credits) * rx_slot_bytes_;
-  std::unique_ptr<uint8_t[]> chunk(new uint8_t[bytes]);
+  PinnedBlock chunk = NewPinnedBlock(bytes);
   auto mr = pd_->RegMr(chunk.get(), bytes, tp::kAccessLocalWrite);
   if (!mr.ok()) return mr.status();
   rx_chunks_.push_back(std::move(chunk));

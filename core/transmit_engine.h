@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/pinned_memory.h"
 #include "core/rx_context.h"
 #include "core/wire.h"
 #include "transport/status.h"
@@ -125,7 +126,7 @@ class TransmitEngine {
  private:
   std::vector<TxOp> ops_;
   std::vector<uint32_t> free_;
-  std::vector<uint8_t> bounce_;
+  PinnedVector<uint8_t> bounce_;
   transport::MemoryRegion* mr_ = nullptr;
   size_t slot_bytes_ = 0;
   uint32_t slots_ = 0;

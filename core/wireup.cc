@@ -52,6 +52,11 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   return *qp;
 }
 
+tp::AhAttr Endpoint::AddressOf(const wire::Name& name) const {
+  return AhAttrFor(name, NeedsGrh(port_.link_layer, name_.gid, name),
+                   attr_.traffic_class, attr_.service_level);
+}
+
 Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
   tp::QpAttr a;
   a.qp_state = tp::QpState::kRtr;
@@ -60,7 +65,7 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
   a.rq_psn = remote_psn;
   a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = kMinRnrTimer;
-  a.ah_attr = AhAttrFor(p.name, attr_.traffic_class, attr_.service_level);
+  a.ah_attr = AddressOf(p.name);
   if (Status s = p.qp->Modify(
           a, tp::kQpState | tp::kQpAv | tp::kQpPathMtu | tp::kQpDestQpn |
                  tp::kQpRqPsn | tp::kQpMaxDestRdAtomic | tp::kQpMinRnrTimer);
@@ -132,8 +137,7 @@ Status Endpoint::ConnectToSelf(uint32_t peer) {
 Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   Peer& p = conns_[peer];
   if (p.ah == nullptr) {
-    auto made = pd_->CreateAh(
-        AhAttrFor(p.name, attr_.traffic_class, attr_.service_level));
+    auto made = pd_->CreateAh(AddressOf(p.name));
     if (!made.ok()) return made.status();
     p.ah = *made;
   }

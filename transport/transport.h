@@ -215,6 +215,10 @@ struct DeviceAttr {  // subset of ibv_device_attr
   uint8_t phys_port_cnt = 0;
 };
 
+// ibv_port_attr's link_layer values.
+constexpr uint8_t kLinkLayerInfiniBand = 1;
+constexpr uint8_t kLinkLayerEthernet = 2;
+
 struct PortAttr {  // subset of ibv_port_attr
   PortState state = PortState::kDown;
   Mtu max_mtu = Mtu::k4096;
@@ -224,7 +228,7 @@ struct PortAttr {  // subset of ibv_port_attr
   uint32_t max_msg_sz = 0;
   uint16_t lid = 0;
   uint16_t sm_lid = 0;
-  uint8_t link_layer = 2;  // IBV_LINK_LAYER_ETHERNET (RoCE)
+  uint8_t link_layer = kLinkLayerEthernet;  // RoCE
 };
 
 struct Sge {  // ibv_sge; length 0 means 2^31 bytes.

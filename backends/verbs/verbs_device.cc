@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -36,8 +37,28 @@ struct DeviceList {
   }
 };
 
+// fork(2) and pinned memory. From Linux 5.13 the kernel copies pinned pages
+// into the child at fork (libibverbs reports IBV_FORK_UNNEEDED): nothing to
+// do, and a child that only execs (system(3), a helper) leaves every transfer
+// of the parent right. On older kernels the parent's pinned pages become
+// copy-on-write at fork, and the parent's next write to one moves it away from
+// the device's DMA: a silent corruption. There softfab asks libibverbs for its
+// fork support (ibv_fork_init, as UCX's IB_FORK_INIT=try does) before it
+// registers anything, unless SOFTFAB_FORK_INIT=0: registered ranges are then
+// left out of the child (MADV_DONTFORK), which must not touch them. (rdma-core
+// also turns it on by itself under RDMAV_FORK_SAFE=1.) Refused when the
+// process registered memory before softfab's first device: softfab carries on
+// as the kernel allows, and the README says so.
+void PrepareForFork() {
+  if (ibv_is_fork_initialized() != IBV_FORK_DISABLED) return;
+  const char* env = std::getenv("SOFTFAB_FORK_INIT");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return;
+  (void)ibv_fork_init();
+}
+
 // Fetches the device list; ENODEV with the no-device hint when it is empty.
 Status GetDevices(DeviceList* list, std::string* diagnostic) {
+  PrepareForFork();
   list->devices = ibv_get_device_list(&list->count);
   if (list->devices == nullptr) {
     const int code = ErrnoOrFallback(ENODEV);

@@ -1,0 +1,67 @@
+// Memory softfab registers with the device for itself (receive bounce
+// buffers, send bounce slots, CM slots, credit words, datagram buffers): whole
+// pages of its own, never shared with other heap data. Under libibverbs' fork
+// support (ibv_fork_init, which softfab turns on where the kernel does not copy
+// pinned pages at fork: backends/verbs/verbs_device.cc) a registered range is
+// left out of a child page by page (MADV_DONTFORK); a buffer sharing a page
+// with other data would take that data away from the child too.
+#ifndef SOFTFAB_CORE_PINNED_MEMORY_H_
+#define SOFTFAB_CORE_PINNED_MEMORY_H_
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <vector>
+
+namespace softfab::core {
+
+// A std::allocator that gives each allocation whole pages of anonymous
+// memory (zeroed by the kernel) and returns them with munmap.
+template <typename T>
+struct PageAllocator {
+  using value_type = T;
+  PageAllocator() = default;
+  template <typename U>
+  PageAllocator(const PageAllocator<U>&) {}  // NOLINT: rebinding
+
+  static size_t Rounded(size_t n) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (n * sizeof(T) + page - 1) / page * page;
+  }
+  T* allocate(size_t n) {
+    void* p = mmap(nullptr, Rounded(n), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) { munmap(p, Rounded(n)); }
+  template <typename U>
+  bool operator==(const PageAllocator<U>&) const {
+    return true;
+  }
+};
+
+// A vector whose elements live on pages of their own.
+template <typename T>
+using PinnedVector = std::vector<T, PageAllocator<T>>;
+
+// A fixed block of bytes on pages of its own (zeroed).
+struct PinnedFree {
+  size_t bytes = 0;
+  void operator()(uint8_t* p) const {
+    PageAllocator<uint8_t>().deallocate(p, bytes);
+  }
+};
+using PinnedBlock = std::unique_ptr<uint8_t[], PinnedFree>;
+inline PinnedBlock NewPinnedBlock(size_t bytes) {
+  return PinnedBlock(PageAllocator<uint8_t>().allocate(bytes),
+                     PinnedFree{bytes});
+}
+
+}  // namespace softfab::core
+
+#endif  // SOFTFAB_CORE_PINNED_MEMORY_H_
