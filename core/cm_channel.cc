@@ -38,14 +38,51 @@ void CmChannel::Deregister() {
   if (mr_) (void)mr_->Destroy();
 }
 
+uint32_t CmChannel::TakeSendSlot() {
+  for (uint32_t k = 0; k < kBuffers; ++k) {
+    const uint32_t i = (send_next_ + k) % kBuffers;
+    if (!send_busy_[i]) {
+      send_busy_[i] = true;
+      ++sends_in_flight_;
+      send_next_ = i + 1;
+      return i;
+    }
+  }
+  return kBuffers;
+}
+
+void CmChannel::SendDone(uint64_t wr_id) {
+  const uint64_t slot = IndexOf(wr_id);
+  if (slot < kBuffers || slot >= 2 * kBuffers) return;
+  if (send_busy_[slot - kBuffers]) {
+    send_busy_[slot - kBuffers] = false;
+    --sends_in_flight_;
+  }
+}
+
 Status CmChannel::Send(const wire::CmMessage& m, tp::AddressHandle* ah,
                        const wire::Name& to) {
+  const uint32_t i = TakeSendSlot();
+  if (i == kBuffers) return Status(EAGAIN, "every CM send slot is in flight");
   // Send slots follow the receive slots.
-  const uint32_t slot = kBuffers + (send_next_++ % kBuffers);
+  wire::EncodeCm(m, Slot(kBuffers + i));
+  return PostSlot(kBuffers + i, wire::CmSize(m), ah, to);
+}
+
+Status CmChannel::SendVersionRefused(const wire::Name& from,
+                                     tp::AddressHandle* ah,
+                                     const wire::Name& to) {
+  const uint32_t i = TakeSendSlot();
+  if (i == kBuffers) return Status(EAGAIN, "every CM send slot is in flight");
+  wire::EncodeCmPrefix(wire::CmType::kVersionRefused, from, Slot(kBuffers + i));
+  return PostSlot(kBuffers + i, wire::kCmPrefixBytes, ah, to);
+}
+
+Status CmChannel::PostSlot(uint32_t slot, size_t len, tp::AddressHandle* ah,
+                           const wire::Name& to) {
   uint8_t* buf = Slot(slot);
-  wire::EncodeCm(m, buf);
-  tp::Sge sge{reinterpret_cast<uint64_t>(buf),
-              static_cast<uint32_t>(wire::CmSize(m)), mr_->lkey()};
+  tp::Sge sge{reinterpret_cast<uint64_t>(buf), static_cast<uint32_t>(len),
+              mr_->lkey()};
   tp::SendWr wr;
   wr.wr_id = WrId(kWrCmSend, slot);
   wr.sg_list = &sge;
@@ -56,7 +93,9 @@ Status CmChannel::Send(const wire::CmMessage& m, tp::AddressHandle* ah,
   wr.ud.remote_qpn = to.cm_qpn;
   wr.ud.remote_qkey = to.qkey;
   const tp::SendWr* bad = nullptr;
-  return qp_->PostSend(&wr, &bad);
+  Status s = qp_->PostSend(&wr, &bad);
+  if (!s.ok()) SendDone(wr.wr_id);  // never posted: the slot is free
+  return s;
 }
 
 bool CmChannel::Received(const tp::WorkCompletion& wc, const uint8_t** bytes,

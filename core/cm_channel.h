@@ -1,6 +1,6 @@
 // The connection manager's own state: its datagram slots on the endpoint's UD
-// QP (receive slots kept posted, a ring of send slots) and the sequences new
-// connections draw their PSNs and request ids from. What is sent when is the
+// QP (receive slots kept posted, a ring of send slots) and the sequence new
+// connections draw their request ids from. What is sent when is the
 // protocol's business: wireup.cc (RDM) and msg_connection.cc (FI_EP_MSG).
 // Not thread-safe (the endpoint's owner serialises).
 #ifndef SOFTFAB_CORE_CM_CHANNEL_H_
@@ -20,7 +20,8 @@ namespace softfab::core {
 class CmChannel {
  public:
   static constexpr uint32_t kBuffers = 32;  // Receive slots; as many to send.
-  static constexpr size_t kSlotBytes = 40 + 128;  // GRH + message (sending).
+  // GRH + message (sending): room to spare for later versions' fields.
+  static constexpr size_t kSlotBytes = 40 + 256;
   static_assert(wire::kCmMaxBytes <= kSlotBytes - 40);
 
   // Allocates the slots and registers them under `pd`. A receive slot holds
@@ -36,10 +37,22 @@ class CmChannel {
   // Releases the registration; the memory stays until the object goes.
   void Deregister();
 
-  // Encodes `m` into the next send slot (a slot is reused kBuffers sends
-  // later) and posts it to the endpoint named `to`, through `ah`.
+  // Encodes `m` into a free send slot and posts it to the endpoint named
+  // `to`, through `ah`. A slot stays taken until its send completes (SendDone),
+  // so a datagram the device has not sent yet is never overwritten; with every
+  // slot taken: EAGAIN, nothing sent (to the protocol, a lost datagram: the
+  // sender of a request retries, the peer repeats what wants an answer).
   [[nodiscard]] Status Send(const wire::CmMessage& m,
                             transport::AddressHandle* ah, const wire::Name& to);
+  // Sends kVersionRefused (the prefix alone, in this version) to `to`.
+  [[nodiscard]] Status SendVersionRefused(const wire::Name& from,
+                                          transport::AddressHandle* ah,
+                                          const wire::Name& to);
+  // The send of the slot in work request `wr_id` completed (or was flushed):
+  // the slot is free again.
+  void SendDone(uint64_t wr_id);
+  // Send slots whose send has not completed.
+  uint32_t sends_in_flight() const { return sends_in_flight_; }
   // A completion of a receive slot: true, with the datagram past its GRH in
   // `bytes` and `len`, when it carries one. Valid until Repost(wc).
   bool Received(const transport::WorkCompletion& wc, const uint8_t** bytes,
@@ -47,8 +60,6 @@ class CmChannel {
   // Posts the slot of `wc` again (not after a flush: the QP is going away).
   void Repost(const transport::WorkCompletion& wc);
 
-  // The initial PSN of a new RC connection.
-  uint32_t NextPsn() { return (next_psn_ += 0x1000) & 0xFFFFFF; }
   // The id of a new connection request.
   uint64_t NextRequestId() { return next_request_id_++; }
 
@@ -68,9 +79,17 @@ class CmChannel {
   PinnedVector<uint8_t> buffers_;
   size_t recv_slot_bytes_ = kSlotBytes;
   transport::MemoryRegion* mr_ = nullptr;
+  // Takes a free send slot (the one after the last taken, or the next free
+  // one after it), or kBuffers when every slot is in flight.
+  uint32_t TakeSendSlot();
+  // Posts `len` bytes of send slot `slot` to `to` through `ah`.
+  Status PostSlot(uint32_t slot, size_t len, transport::AddressHandle* ah,
+                  const wire::Name& to);
+
   uint32_t send_next_ = 0;
+  bool send_busy_[kBuffers] = {};
+  uint32_t sends_in_flight_ = 0;
   uint64_t next_request_id_ = 1;
-  uint32_t next_psn_ = 0x1000;
 };
 
 }  // namespace softfab::core

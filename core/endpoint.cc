@@ -53,6 +53,10 @@ Status Endpoint::Init() {
   if (Status s = device_->QueryGid(kPort, 0, &gid_); !s.ok()) return s;
   tp::DeviceAttr dev{};
   if (Status s = device_->QueryDevice(&dev); !s.ok()) return s;
+  reads_initiated_ = static_cast<uint8_t>(
+      std::clamp<int32_t>(dev.max_qp_init_rd_atom, 1, 255));
+  reads_served_ =
+      static_cast<uint8_t>(std::clamp<int32_t>(dev.max_qp_rd_atom, 1, 255));
   // Inline data for the header and an inject-sized payload, as far as the
   // device allows.
   // A rendezvous READ scatters into the receive's iovecs, one SGE each, as
@@ -229,6 +233,7 @@ Endpoint::~Endpoint() {
     }
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
+  for (auto& [name, ah] : refused_ah_) (void)ah->Destroy();
   tx_.Deregister();
   conns_.cm().Deregister();
   conns_.credits().Deregister();

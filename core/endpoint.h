@@ -257,6 +257,9 @@ class Endpoint final : public RxClient {
     uint64_t credit_writes = 0;
     uint64_t unexpected = 0;
     uint64_t bad_headers = 0;
+    // CM datagrams in another version of the format, answered with
+    // kVersionRefused.
+    uint64_t cm_versions_refused = 0;
     uint64_t dgram_dropped = 0;  // DGRAM: arrived with no receive posted.
     // Messages kept as unexpected right now (a gauge, not a count): at most
     // 2 x credits per peer.
@@ -367,7 +370,25 @@ class Endpoint final : public RxClient {
   Status ConnectToSelf(uint32_t peer);
   Status SendCm(uint32_t peer, wire::CmType type);
   void OnCm(const uint8_t* bytes, size_t len);
-  Status ConnectQp(Peer& peer, uint32_t remote_qpn, uint32_t remote_psn);
+  // Connects `peer`'s RC QP to the one `their` CM message names, with the
+  // path MTU and READs in flight both ends allow.
+  Status ConnectQp(Peer& peer, const wire::CmMessage& their);
+  // Fills what a CM message says of this endpoint's port and device (MTU,
+  // READs in flight), from which the other end connects.
+  void DescribePort(wire::CmMessage* m) const;
+  // The initial send PSN of a new RC connection: random (drawn from the
+  // transport, seeded on a simulator), as rdma_cm makes it, so that packets
+  // of an earlier connection on the same QP numbers are not taken as this
+  // one's.
+  uint32_t NewPsn() {
+    return static_cast<uint32_t>(device_->Random()) & 0xFFFFFF;
+  }
+  // A CM datagram from `from` in another version of the format: answered
+  // with kVersionRefused, nothing else changes.
+  void RefuseVersion(const wire::CmPrefix& from);
+  // A peer refused our version: a connection we were making to it fails,
+  // its sends with SF_PROV_CM_VERSION.
+  void OnVersionRefused(const wire::CmPrefix& from);
   StatusOr<transport::QueuePair*> NewRcQp();
   void OnConnected(uint32_t peer, bool ready);
   // Marks `peer` failed (its queued sends complete with `err` and the cause
@@ -411,6 +432,9 @@ class Endpoint final : public RxClient {
   bool enabled_ = false;
   wire::Name name_;
   transport::PortAttr port_{};
+  // READs one of our QPs may have in flight / serve (the device's limits).
+  uint8_t reads_initiated_ = 1;
+  uint8_t reads_served_ = 1;
   transport::Gid gid_{};
 
   CompletionQueue* tx_cq_ = nullptr;
@@ -454,6 +478,10 @@ class Endpoint final : public RxClient {
   size_t dgram_slot_bytes_ = 0;
   uint32_t dgram_mtu_ = 0;
   std::map<uint64_t, transport::AddressHandle*> dgram_ah_;
+  // Addresses of senders of another CM version met outside the connection
+  // table, to refuse them by (at most kRefusedNamesMax, then no answer).
+  static constexpr size_t kRefusedNamesMax = 16;
+  std::map<wire::Name, transport::AddressHandle*> refused_ah_;
 
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival

@@ -105,8 +105,8 @@ Status Endpoint::Accept(const ConnRequest& req, const void* data, size_t len) {
   const uint32_t peer = conns_.FindOrAdd(m.from);
   Peer& p = conns_[peer];
   p.qp = *qp;
-  p.psn = conns_.cm().NextPsn();
-  if (Status s = ConnectQp(p, m.rc_qpn, m.psn); !s.ok()) {
+  p.psn = NewPsn();
+  if (Status s = ConnectQp(p, m); !s.ok()) {
     // Nothing stays behind: the call can be retried.
     (void)p.qp->Destroy();
     conns_.Clear();
@@ -235,7 +235,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
         return;
       }
       if (p.state != PeerState::kConnecting) return;
-      if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+      if (!ConnectQp(p, m).ok()) {
         FailPeer(0, EIO, kProvConnectFailed);
         return;
       }

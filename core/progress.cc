@@ -58,9 +58,11 @@ void Endpoint::Progress() {
       const uint64_t kind = KindOf(wc[i].wr_id);
       const uint64_t index = IndexOf(wc[i].wr_id);
       const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
-      if (kind != kWrCmSend && from) {
-        --conns_[*from].sq_outstanding;
+      if (kind == kWrCmSend) {
+        conns_.cm().SendDone(wc[i].wr_id);  // its slot may be written again
+        continue;
       }
+      if (from) --conns_[*from].sq_outstanding;
       // A failed work request's cause is its own status, as the transport
       // reported it (a flushed one says WR_FLUSH_ERR: the first error
       // completion of that connection names why it failed).

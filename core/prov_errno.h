@@ -35,7 +35,9 @@ inline constexpr int kProvNoMemory = kProvOwnBase + 9;
 inline constexpr int kProvEndpointClosed = kProvOwnBase + 10;
 // The device refused to post the READ that fetches a large message.
 inline constexpr int kProvPostRefused = kProvOwnBase + 11;
-inline constexpr int kProvOwnLast = kProvPostRefused;
+// The peer speaks another version of softfab's connection protocol.
+inline constexpr int kProvCmVersion = kProvOwnBase + 12;
+inline constexpr int kProvOwnLast = kProvCmVersion;
 
 // The cause an error number alone implies, for errors that have one cause
 // (0 for the others: the caller names the cause).

@@ -110,15 +110,44 @@ enum class CmType : uint8_t {
   kEstablished = 6,      // Connector: "my QP is in RTS" (the IB CM's RTU).
   kDisconnect = 7,       // Either side: fi_shutdown (repeated until answered).
   kDisconnectReply = 8,  // "Disconnected" (the IB CM's DREP).
+  // "I speak another version of this format": the prefix alone, sent in
+  // the refuser's own version. Its value never changes.
+  kVersionRefused = 9,
 };
-inline constexpr CmType kCmTypeLast = CmType::kDisconnectReply;
+inline constexpr CmType kCmTypeLast = CmType::kVersionRefused;
 // Private data an FI_EP_MSG connect, accept or reject carries
 // (FI_OPT_CM_DATA_SIZE).
 inline constexpr size_t kCmDataMax = 56;
 
+// The CM format's version. Every version begins with the same prefix, which
+// never changes: a marker byte (never a type of the unversioned format of
+// softfab before version 2, whose first byte was the type, 1 to 8, so such a
+// peer drops what a newer one sends), the version, the type and the sender's
+// name. So a receiver of any version reads who sent a datagram and in which
+// version, and answers one it cannot read with kVersionRefused, which the
+// sender reads whatever its own version.
+inline constexpr uint8_t kCmMarker = 0xCA;
+inline constexpr uint8_t kCmVersion = 2;
+inline constexpr size_t kCmPrefixBytes = 3 + kNameBytes;
+
+struct CmPrefix {
+  uint8_t version = kCmVersion;
+  CmType type = CmType::kRequest;
+  Name from;
+};
+
 struct CmMessage {
   CmType type = CmType::kRequest;
-  Name from;                 // Sender's endpoint name.
+  Name from;  // Sender's endpoint name.
+  // The sender's port: its active MTU (transport::Mtu, 1 to 5), so that a
+  // connection's path MTU is the smaller of the two ends'.
+  uint8_t mtu = 0;
+  // RDMA READs the sender's device lets one QP have in flight as initiator
+  // (max_qp_init_rd_atom) and serve as responder (max_qp_rd_atom), at most
+  // 255: a connection's max_rd_atomic is the initiator's and the responder's
+  // smaller.
+  uint8_t reads_initiated = 0;
+  uint8_t reads_served = 0;
   uint32_t rc_qpn = 0;       // Sender's RC QP for this connection.
   uint32_t psn = 0;          // Sender's initial send PSN.
   uint64_t credit_addr = 0;  // Where the receiver RDMA-writes credit returns.
@@ -132,13 +161,32 @@ struct CmMessage {
   uint8_t data[kCmDataMax] = {};
 };
 inline constexpr size_t kCmBytes =
-    1 + kNameBytes + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 1;
+    kCmPrefixBytes + 3 + 4 + 4 + 8 + 4 + 4 + 8 + 4 + 1;
 inline constexpr size_t kCmMaxBytes = kCmBytes + kCmDataMax;
 
+inline void EncodeCmPrefix(CmType type, const Name& from, uint8_t* out) {
+  out[0] = kCmMarker;
+  out[1] = kCmVersion;
+  out[2] = static_cast<uint8_t>(type);
+  EncodeName(from, out + 3);
+}
+// Reads the prefix of a datagram of any version; false when it is none
+// (too short, or no marker).
+inline bool DecodeCmPrefix(const uint8_t* in, size_t bytes, CmPrefix* p) {
+  if (bytes < kCmPrefixBytes || in[0] != kCmMarker) return false;
+  p->version = in[1];
+  p->type = static_cast<CmType>(in[2]);
+  DecodeName(in + 3, &p->from);
+  return true;
+}
+
 inline void EncodeCm(const CmMessage& m, uint8_t* out) {
-  out[0] = static_cast<uint8_t>(m.type);
-  EncodeName(m.from, out + 1);
-  uint8_t* p = out + 1 + kNameBytes;
+  EncodeCmPrefix(m.type, m.from, out);
+  uint8_t* p = out + kCmPrefixBytes;
+  p[0] = m.mtu;
+  p[1] = m.reads_initiated;
+  p[2] = m.reads_served;
+  p += 3;
   std::memcpy(p, &m.rc_qpn, 4);
   std::memcpy(p + 4, &m.psn, 4);
   std::memcpy(p + 8, &m.credit_addr, 8);
@@ -151,15 +199,25 @@ inline void EncodeCm(const CmMessage& m, uint8_t* out) {
 }
 // Bytes EncodeCm writes for `m`.
 inline size_t CmSize(const CmMessage& m) { return kCmBytes + m.data_len; }
+// Decodes a whole message of this version (false for another version, a
+// kVersionRefused, or bytes that are no message).
 inline bool DecodeCm(const uint8_t* in, size_t bytes, CmMessage* m) {
-  if (bytes < kCmBytes) return false;
-  if (in[0] < static_cast<uint8_t>(CmType::kRequest) ||
-      in[0] > static_cast<uint8_t>(kCmTypeLast)) {
+  CmPrefix prefix;
+  if (!DecodeCmPrefix(in, bytes, &prefix) || prefix.version != kCmVersion ||
+      bytes < kCmBytes) {
     return false;
   }
-  m->type = static_cast<CmType>(in[0]);
-  DecodeName(in + 1, &m->from);
-  const uint8_t* p = in + 1 + kNameBytes;
+  if (in[2] < static_cast<uint8_t>(CmType::kRequest) ||
+      in[2] >= static_cast<uint8_t>(CmType::kVersionRefused)) {
+    return false;
+  }
+  m->type = prefix.type;
+  m->from = prefix.from;
+  const uint8_t* p = in + kCmPrefixBytes;
+  m->mtu = p[0];
+  m->reads_initiated = p[1];
+  m->reads_served = p[2];
+  p += 3;
   std::memcpy(&m->rc_qpn, p, 4);
   std::memcpy(&m->psn, p + 4, 4);
   std::memcpy(&m->credit_addr, p + 8, 8);

@@ -57,13 +57,28 @@ tp::AhAttr Endpoint::AddressOf(const wire::Name& name) const {
                    attr_.traffic_class, attr_.service_level);
 }
 
-Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
+void Endpoint::DescribePort(wire::CmMessage* m) const {
+  m->mtu = static_cast<uint8_t>(port_.active_mtu);
+  m->reads_initiated = reads_initiated_;
+  m->reads_served = reads_served_;
+}
+
+Status Endpoint::ConnectQp(Peer& p, const wire::CmMessage& their) {
+  // Both ends' smaller MTU: a packet sized for one end's port alone is
+  // dropped by the other's when that is smaller, until the QP fails.
+  const uint8_t mtu =
+      std::min(static_cast<uint8_t>(port_.active_mtu), their.mtu);
+  if (mtu < static_cast<uint8_t>(tp::Mtu::k256)) {
+    return InvalidArgument("the peer's port MTU is not an IB MTU");
+  }
   tp::QpAttr a;
   a.qp_state = tp::QpState::kRtr;
-  a.path_mtu = port_.active_mtu;
-  a.dest_qp_num = remote_qpn;
-  a.rq_psn = remote_psn;
-  a.max_dest_rd_atomic = 1;
+  a.path_mtu = static_cast<tp::Mtu>(mtu);
+  a.dest_qp_num = their.rc_qpn;
+  a.rq_psn = their.psn;
+  // READs the peer may have in flight to us: what it issues and we serve.
+  a.max_dest_rd_atomic =
+      std::max<uint8_t>(1, std::min(reads_served_, their.reads_initiated));
   a.min_rnr_timer = kMinRnrTimer;
   a.ah_attr = AddressOf(p.name);
   if (Status s = p.qp->Modify(
@@ -77,14 +92,16 @@ Status Endpoint::ConnectQp(Peer& p, uint32_t remote_qpn, uint32_t remote_psn) {
   a.timeout = attr_.rc_timeout;
   a.retry_cnt = kRetryCount;
   a.rnr_retry = kRnrRetryForever;
-  a.max_rd_atomic = 1;
+  // READs we have in flight to the peer: what we issue and it serves.
+  a.max_rd_atomic =
+      std::max<uint8_t>(1, std::min(reads_initiated_, their.reads_served));
   if (Status s = p.qp->Modify(a, tp::kQpState | tp::kQpSqPsn | tp::kQpTimeout |
                                      tp::kQpRetryCnt | tp::kQpRnrRetry |
                                      tp::kQpMaxQpRdAtomic);
       !s.ok()) {
     return s;
   }
-  p.remote_qpn = remote_qpn;
+  p.remote_qpn = their.rc_qpn;
   return Status::Ok();
 }
 
@@ -93,7 +110,7 @@ Status Endpoint::StartConnect(uint32_t peer) {
   auto qp = NewRcQp();
   if (!qp.ok()) return qp.status();
   p.qp = *qp;
-  p.psn = conns_.cm().NextPsn();
+  p.psn = NewPsn();
   p.request_id = conns_.cm().NextRequestId();
   p.state = PeerState::kConnecting;
   conns_.MarkBusy(peer);
@@ -119,7 +136,11 @@ Status Endpoint::StartConnect(uint32_t peer) {
 // its own credits, as a peer's request and reply would.
 Status Endpoint::ConnectToSelf(uint32_t peer) {
   Peer& p = conns_[peer];
-  if (Status s = ConnectQp(p, p.qp->qp_num(), p.psn); !s.ok()) {
+  wire::CmMessage self;
+  self.rc_qpn = p.qp->qp_num();
+  self.psn = p.psn;
+  DescribePort(&self);
+  if (Status s = ConnectQp(p, self); !s.ok()) {
     FailPeer(peer, EIO, kProvConnectFailed);
     return s;
   }
@@ -144,6 +165,7 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   wire::CmMessage m;
   m.type = type;
   m.from = name_;
+  DescribePort(&m);
   m.rc_qpn = p.qp ? p.qp->qp_num() : 0;
   m.psn = p.psn;
   m.credit_addr = conns_.credits().word_address(peer);
@@ -165,8 +187,21 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
 }
 
 void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
+  wire::CmPrefix prefix;
+  if (!wire::DecodeCmPrefix(bytes, len, &prefix) || prefix.from == name_) {
+    ++stats_.bad_headers;
+    return;
+  }
+  if (prefix.type == wire::CmType::kVersionRefused) {
+    OnVersionRefused(prefix);
+    return;
+  }
+  if (prefix.version != wire::kCmVersion) {
+    RefuseVersion(prefix);
+    return;
+  }
   wire::CmMessage m;
-  if (!wire::DecodeCm(bytes, len, &m) || m.from == name_) {
+  if (!wire::DecodeCm(bytes, len, &m)) {
     ++stats_.bad_headers;
     return;
   }
@@ -187,9 +222,9 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
       auto qp = NewRcQp();
       if (!qp.ok()) return;
       p.qp = *qp;
-      p.psn = conns_.cm().NextPsn();
+      p.psn = NewPsn();
     }
-    if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+    if (!ConnectQp(p, m).ok()) {
       FailPeer(peer, EIO, kProvConnectFailed);
       return;
     }
@@ -234,13 +269,36 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
   }
   // A reply to our request.
   if (p.state != PeerState::kConnecting || m.request_id != p.request_id) return;
-  if (!ConnectQp(p, m.rc_qpn, m.psn).ok()) {
+  if (!ConnectQp(p, m).ok()) {
     FailPeer(peer, EIO, kProvConnectFailed);
     return;
   }
   Credits::Grant(p.credits, m);
   p.peer_buffered_min = m.buffered_min;
   OnConnected(peer, /*ready=*/true);  // They reached RTS before replying.
+}
+
+void Endpoint::RefuseVersion(const wire::CmPrefix& from) {
+  ++stats_.cm_versions_refused;
+  tp::AddressHandle* ah = nullptr;
+  if (const auto peer = conns_.Find(from.from); peer && conns_[*peer].ah) {
+    ah = conns_[*peer].ah;
+  } else if (auto it = refused_ah_.find(from.from); it != refused_ah_.end()) {
+    ah = it->second;
+  } else if (refused_ah_.size() < kRefusedNamesMax) {
+    auto made = pd_->CreateAh(AddressOf(from.from));
+    if (!made.ok()) return;  // a name no port answers to: nobody to tell
+    ah = refused_ah_.emplace(from.from, *made).first->second;
+  } else {
+    return;
+  }
+  (void)conns_.cm().SendVersionRefused(name_, ah, from.from);
+}
+
+void Endpoint::OnVersionRefused(const wire::CmPrefix& from) {
+  const auto peer = conns_.Find(from.from);
+  if (!peer || conns_[*peer].state != PeerState::kConnecting) return;
+  FailPeer(*peer, ECONNREFUSED, kProvCmVersion);
 }
 
 void Endpoint::OnConnected(uint32_t peer, bool ready) {

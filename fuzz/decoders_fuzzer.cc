@@ -3,9 +3,10 @@
 // sf_av_remove), against a model of the address vector.
 //
 // Input: a selector byte, then the bytes to decode. Checks, beyond "no
-// crash": whatever a decoder accepts re-encodes to the same bytes; a rejected
-// CM datagram is one too short, of an unknown type or with private data past
-// its end; the address vector hands out indices lowest-free-first, looks each
+// crash": whatever a decoder accepts re-encodes to the same bytes; a CM
+// datagram's prefix is read whenever it starts with the marker, and a whole
+// message is rejected when too short, of another version, of an unknown type
+// or with private data past its end; the address vector hands out indices lowest-free-first, looks each
 // name up again byte for byte and finds every live name by its LID and QP
 // number.
 #include <cstdint>
@@ -35,11 +36,26 @@ void Header(const uint8_t* in, size_t n) {
 }
 
 void Cm(const uint8_t* in, size_t n) {
+  // The prefix every version shares: read whenever the marker is there.
+  wire::CmPrefix prefix;
+  const bool has_prefix = wire::DecodeCmPrefix(in, n, &prefix);
+  FUZZ_CHECK(has_prefix ==
+             (n >= wire::kCmPrefixBytes && in[0] == wire::kCmMarker));
+  if (has_prefix) {
+    uint8_t out[wire::kCmPrefixBytes];
+    wire::EncodeCmPrefix(prefix.type, prefix.from, out);
+    FUZZ_CHECK(std::memcmp(out, in, 1) == 0 && out[2] == in[2] &&
+               std::memcmp(out + 3, in + 3, 18) == 0 &&
+               std::memcmp(out + 3 + 20, in + 3 + 20, 8) == 0);
+  }
   wire::CmMessage m;
   const bool ok = wire::DecodeCm(in, n, &m);
+  // A whole message: this version, a type below kVersionRefused (which is a
+  // prefix alone).
   const bool known_type =
-      n >= 1 && in[0] >= static_cast<uint8_t>(wire::CmType::kRequest) &&
-      in[0] <= static_cast<uint8_t>(wire::kCmTypeLast);
+      has_prefix && in[1] == wire::kCmVersion &&
+      in[2] >= static_cast<uint8_t>(wire::CmType::kRequest) &&
+      in[2] < static_cast<uint8_t>(wire::CmType::kVersionRefused);
   const bool data_fits = n >= wire::kCmBytes &&
                          in[wire::kCmBytes - 1] <= wire::kCmDataMax &&
                          n >= wire::kCmBytes + in[wire::kCmBytes - 1];
@@ -51,7 +67,7 @@ void Cm(const uint8_t* in, size_t n) {
   // The name's two padding bytes (18, 19) go out as zeros.
   uint8_t expect[wire::kCmMaxBytes];
   std::memcpy(expect, in, wire::CmSize(m));
-  expect[1 + 18] = expect[1 + 19] = 0;
+  expect[3 + 18] = expect[3 + 19] = 0;
   FUZZ_CHECK(std::memcmp(out, expect, wire::CmSize(m)) == 0);
 }
 

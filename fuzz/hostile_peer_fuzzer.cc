@@ -295,9 +295,17 @@ void Attack::CmStructured() {
   if (lie & 8) m.credit_addr = in_.Bits(8);
   if (lie & 16) m.data_len = in_.U8() % (wire::kCmDataMax + 1);
   if (lie & 32) m.from = victim_.ep->name();  // Its own name.
+  if (lie & 64) m.mtu = in_.U8();              // Any MTU, 0 and 200 too.
+  if (lie & 128) m.reads_initiated = m.reads_served = in_.U8();
   uint8_t bytes[wire::kCmMaxBytes];
   wire::EncodeCm(m, bytes);
-  if (type >= 0xF0) bytes[0] = type;  // An unknown type.
+  if (type >= 0xF0) bytes[2] = type;  // An unknown type.
+  // Another version of the format (answered with kVersionRefused), or a
+  // refusal of ours.
+  if (type >= 0xE0 && type < 0xF0) bytes[1] = type & 0x0F;
+  if (type >= 0xD0 && type < 0xE0) {
+    bytes[2] = static_cast<uint8_t>(wire::CmType::kVersionRefused);
+  }
   (void)raw_->SendCm(victim_.ep->name(), bytes, wire::CmSize(m));
 }
 

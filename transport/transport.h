@@ -206,7 +206,8 @@ struct DeviceAttr {  // subset of ibv_device_attr
   int32_t max_cqe = 0;
   int32_t max_mr = 0;
   int32_t max_pd = 0;
-  int32_t max_qp_rd_atom = 0;
+  int32_t max_qp_rd_atom = 0;       // READs one QP serves at once
+  int32_t max_qp_init_rd_atom = 0;  // READs one QP has in flight at once
   int32_t max_srq = 0;
   int32_t max_srq_wr = 0;
   int32_t max_srq_sge = 0;
@@ -590,6 +591,11 @@ class Device {
   // simulator queues an event that does nothing, so polling an empty CQ
   // advances virtual time to it; real hardware needs nothing (its clock runs).
   virtual void ScheduleWakeup(uint64_t t_ns) = 0;
+  // A random 64-bit number from the transport's own source: on a simulated
+  // fabric a stream per node seeded from the fabric's seed (the same run
+  // draws the same numbers), on a device the kernel's (getrandom). The core
+  // takes its only randomness from here (a connection's initial PSN).
+  virtual uint64_t Random() = 0;
 
  protected:
   virtual ~Device() = default;

@@ -29,6 +29,7 @@ static_assert(SF_PROV_CONNECT_FAILED == core::kProvConnectFailed);
 static_assert(SF_PROV_NO_MEMORY == core::kProvNoMemory);
 static_assert(SF_PROV_ENDPOINT_CLOSED == core::kProvEndpointClosed);
 static_assert(SF_PROV_POST_REFUSED == core::kProvPostRefused);
+static_assert(SF_PROV_CM_VERSION == core::kProvCmVersion);
 static_assert(SF_PROV_OWN_LAST == core::kProvOwnLast);
 
 // Indexed by work-completion status (ibv_wc_status numbering); [0] unused.
@@ -153,6 +154,10 @@ constexpr const char* kOwnSentences[SF_PROV_OWN_LAST - SF_PROV_OWN_BASE + 1] = {
     "post refused: the device refused the RDMA READ that fetches a large "
     "message (a limit of the queue pair); check the device's "
     "scatter/gather and read limits",
+    // SF_PROV_CM_VERSION
+    "connection protocol version: the peer runs a softfab release that "
+    "speaks another version of the connection protocol and refused the "
+    "connection; run the same release on both ends",
 };
 
 constexpr const char kNotCq[] =

@@ -355,7 +355,11 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
 #define SF_PROV_ENDPOINT_CLOSED (SF_PROV_OWN_BASE + 10)
 /* The device refused the RDMA READ that fetches a large message. */
 #define SF_PROV_POST_REFUSED (SF_PROV_OWN_BASE + 11)
-#define SF_PROV_OWN_LAST SF_PROV_POST_REFUSED
+/* The peer speaks another version of softfab's connection protocol (it runs
+ * another softfab release) and refused the connection (err
+ * SF_ECONNREFUSED). */
+#define SF_PROV_CM_VERSION (SF_PROV_OWN_BASE + 12)
+#define SF_PROV_OWN_LAST SF_PROV_CM_VERSION
 
 /* fi_cq_strerror(3): a sentence for an error entry's prov_errno that names
  * the cause and what to check (for 13: the receiver had no receive posted

@@ -7,8 +7,14 @@
 
 namespace softfab::sim::internal {
 
+// Stream ids of the nodes' Random() (packet faults use 1000 + rule).
+constexpr uint64_t kDeviceRandomStream = 0x5eed'0000'0000ull;
+
 DeviceImpl::DeviceImpl(FabricImpl* fabric, int32_t node)
-    : fabric_(fabric), node_(node) {
+    : fabric_(fabric),
+      node_(node),
+      random_(DeriveSeed(fabric->config().master_seed,
+                         kDeviceRandomStream + static_cast<uint64_t>(node))) {
   std::snprintf(name_, sizeof(name_), "softfab_sim%d", node);
 }
 
@@ -28,6 +34,7 @@ Status DeviceImpl::QueryDevice(DeviceAttr* attr) const {
   attr->max_mr = 1 << 23;
   attr->max_pd = 1 << 20;
   attr->max_qp_rd_atom = 16;
+  attr->max_qp_init_rd_atom = 16;
   attr->max_srq = 1 << 20;
   attr->max_srq_wr = c.max_srq_wr;
   attr->max_srq_sge = c.max_sge;
@@ -44,7 +51,10 @@ Status DeviceImpl::QueryPort(uint8_t port_num, PortAttr* attr) const {
   attr->state =
       fabric_->node(node_).port_down ? PortState::kDown : PortState::kActive;
   attr->max_mtu = Mtu::k4096;
-  attr->active_mtu = fabric_->config().active_mtu;
+  attr->active_mtu =
+      node_ < static_cast<int32_t>(fabric_->config().port_mtu.size())
+          ? fabric_->config().port_mtu[node_]
+          : fabric_->config().active_mtu;
   attr->gid_tbl_len = 1;
   attr->max_msg_sz = 1u << 31;
   attr->lid = static_cast<uint16_t>(node_ + 1);

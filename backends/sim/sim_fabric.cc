@@ -74,6 +74,14 @@ Status ValidateSimConfig(const SimConfig& c) {
       static_cast<uint32_t>(c.active_mtu) > 5) {
     return InvalidArgument("mtu");
   }
+  if (c.port_mtu.size() > static_cast<size_t>(c.nodes)) {
+    return InvalidArgument("port_mtu names more ports than there are nodes");
+  }
+  for (transport::Mtu m : c.port_mtu) {
+    if (static_cast<uint32_t>(m) < 1 || static_cast<uint32_t>(m) > 5) {
+      return InvalidArgument("port_mtu");
+    }
+  }
   for (const PacketFault& f : c.faults.packet_faults) {
     if (!(f.probability >= 0.0 && f.probability <= 1.0)) {
       return InvalidArgument("fault probability outside [0, 1]");

@@ -158,6 +158,10 @@ struct SimConfig {
   int32_t max_srq_wr = 16384;
   uint32_t max_inline_data = 256;
   transport::Mtu active_mtu = transport::Mtu::k4096;
+  // A node's port MTU where it differs from active_mtu (index: node; missing
+  // entries: active_mtu). A port sends nothing larger than its MTU and drops
+  // an arriving packet larger than it, as a NIC drops an oversized frame.
+  std::vector<transport::Mtu> port_mtu;
   // How every node's HCA behaves where devices differ (see above).
   DevicePersonality personality = DevicePersonality::kRxe;
   // Trace: the last trace_capacity events are kept (0 = no trace; the digest is

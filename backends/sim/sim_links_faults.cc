@@ -30,6 +30,12 @@ void FabricImpl::Transmit(Ev pkt, uint32_t payload_bytes) {
   const uint64_t ser = link.SerializationNs(bytes);
   const uint64_t depart = std::max(now(), sn.port_free_ns);
   sn.port_free_ns = depart + ser;
+  // A frame larger than the receiving port's MTU leaves, and is dropped
+  // there.
+  if (payload_bytes > links_.PortMtuBytes(dst)) {
+    drop(loop_.next_seq());
+    return;
+  }
   PacketFaults::Effect effect;
   if (!packet_faults_.Apply(now(), &pkt, &effect)) {
     drop(loop_.next_seq());

@@ -80,7 +80,7 @@ void QpImpl::Pump() {
       bool unsent = false;
       if (init_.qp_type == QpType::kUd && err == WcStatus::kSuccess) {
         if (w.length > f->PathMtu(dev_->node_, w.ud_node) ||
-            w.length > transport::MtuBytes(f->config().active_mtu)) {
+            w.length > f->PortMtuBytes(dev_->node_)) {
           if (f->quirks().ud_send_over_mtu_is_silent) {
             unsent = true;
           } else {

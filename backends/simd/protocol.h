@@ -26,7 +26,7 @@
 
 namespace softfab::simd {
 
-inline constexpr uint32_t kProtocolVersion = 2;
+inline constexpr uint32_t kProtocolVersion = 3;
 // The largest message either side sends or accepts (a datagram on the
 // socket, or a mailbox slot's contents: each slot is this large).
 inline constexpr size_t kMessageBytesMax = 256 * 1024;
@@ -94,6 +94,7 @@ enum class Op : uint32_t {
   // address (host order, 0: any), b: port; the name is the tail.
   kBindAddress,    // EADDRINUSE when the address and port are taken
   kLookUpAddress,  // the name as the reply's tail; ECONNREFUSED: none
+  kRandom,         // reply a: the node's device's Random()
   kOpsEnd,
   // Daemon to client, while the client is parked.
   kPull = 100,  // copy user memory into shadow range (a, b): then kPullDone

@@ -230,6 +230,9 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       r.gid = g;
       break;
     }
+    case Op::kRandom:
+      r.a = dev->Random();
+      break;
     case Op::kAllocPd:
       r = Adopted(s, s->pds, dev->AllocPd());
       break;

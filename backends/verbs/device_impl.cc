@@ -3,6 +3,7 @@
 // the teardown that releases everything the device still owns.
 #include <endian.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <algorithm>
@@ -66,6 +67,7 @@ Status DeviceImpl::QueryDevice(transport::DeviceAttr* attr) const {
   attr->max_mr = a.max_mr;
   attr->max_pd = a.max_pd;
   attr->max_qp_rd_atom = a.max_qp_rd_atom;
+  attr->max_qp_init_rd_atom = a.max_qp_init_rd_atom;
   attr->max_srq = a.max_srq;
   attr->max_srq_wr = a.max_srq_wr;
   attr->max_srq_sge = std::min(a.max_srq_sge, kPostBatchSges);
@@ -155,6 +157,16 @@ StatusOr<transport::CompletionQueue*> DeviceImpl::CreateCqOnChannel(
   if (ibv == nullptr) return FromErrno("ibv_create_cq failed", ENOMEM);
   cq->set_ibv(ibv);
   return static_cast<transport::CompletionQueue*>(Adopt(std::move(cq)));
+}
+
+uint64_t DeviceImpl::Random() {
+  uint64_t v = 0;
+  if (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) {
+    // No entropy source (a very old kernel): the clock, mixed.
+    v = static_cast<uint64_t>(clock_.NowNs()) * 0x9e3779b97f4a7c15ull;
+    v ^= v >> 29;
+  }
+  return v;
 }
 
 Status DeviceImpl::GetAsyncEvent(transport::AsyncEvent* event) {

@@ -134,6 +134,9 @@ wire::CmMessage RawPeer::Cm(wire::CmType type, uint64_t request_id,
   m.credit_rkey = mr_->rkey();
   m.credits = credits;
   m.request_id = request_id;
+  // Its RC QP's path MTU and one READ each way (ConnectRc).
+  m.mtu = static_cast<uint8_t>(port_.active_mtu);
+  m.reads_initiated = m.reads_served = 1;
   return m;
 }
 
@@ -153,12 +156,28 @@ bool RawPeer::PollRecv(wire::CmMessage* m, int* rc_messages, bool* empty) {
     return false;
   }
   bool got = false;
+  last_datagram_.clear();
   if (wc.status == tp::WcStatus::kSuccess && wc.byte_len > kGrhBytes) {
-    got = wire::DecodeCm(cm_.data() + slot * kCmSlotBytes + kGrhBytes,
-                         wc.byte_len - kGrhBytes, m);
+    const uint8_t* bytes = cm_.data() + slot * kCmSlotBytes + kGrhBytes;
+    last_datagram_.assign(bytes, bytes + wc.byte_len - kGrhBytes);
+    got = wire::DecodeCm(bytes, wc.byte_len - kGrhBytes, m);
   }
   if (!flushed) (void)PostCmRecv(slot);
   return got;
+}
+
+bool RawPeer::ReceiveDatagram(std::vector<uint8_t>* bytes) {
+  int rc_messages = 0;
+  bool empty = false;
+  wire::CmMessage ignored;
+  while (!empty) {
+    (void)PollRecv(&ignored, &rc_messages, &empty);
+    if (!last_datagram_.empty()) {
+      *bytes = last_datagram_;
+      return true;
+    }
+  }
+  return false;
 }
 
 bool RawPeer::ReceiveCm(wire::CmMessage* m) {

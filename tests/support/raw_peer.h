@@ -60,6 +60,9 @@ class RawPeer {
   // Polls the UD receive queue: the next datagram that decodes as a CM
   // message, reposting every slot it reads.
   bool ReceiveCm(wire::CmMessage* m);
+  // Polls the UD receive queue: the bytes of the next CM datagram, whatever
+  // they are (past the GRH), reposting every slot it reads.
+  bool ReceiveDatagram(std::vector<uint8_t>* bytes);
 
   // The connection handshake of an RDM peer: a CM request to `to` granting
   // `credits`, `progress` run (the other side's progress) until its reply
@@ -108,6 +111,7 @@ class RawPeer {
   wire::Name name_;
   transport::PortAttr port_{};
   uint32_t psn_ = 0x3000;
+  std::vector<uint8_t> last_datagram_;  // PollRecv's last CM datagram
   uint64_t next_request_id_ = 1;
 };
 

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <set>
 #include <vector>
 
 #include "tests/transport/transport_fixture.h"
@@ -35,6 +36,20 @@ TEST_P(ObjectsConformance, RegMrChecksItsArguments) {
   EXPECT_EQ(mr->length(), 64u);
   EXPECT_EQ(mr->access(), tp::kAccessLocalWrite);
   EXPECT_TRUE(mr->Destroy().ok());
+}
+
+// The transport's random numbers (the core's initial PSNs): 64 draws, no two
+// alike, and their low 24 bits (a PSN) spread over more than one value.
+TEST_P(ObjectsConformance, RandomNumbersDiffer) {
+  std::set<uint64_t> seen;
+  std::set<uint32_t> psns;
+  for (int i = 0; i < 64; ++i) {
+    const uint64_t v = s_[0].dev->Random();
+    seen.insert(v);
+    psns.insert(static_cast<uint32_t>(v) & 0xFFFFFF);
+  }
+  EXPECT_EQ(seen.size(), 64u);
+  EXPECT_GT(psns.size(), 60u);
 }
 
 TEST_P(ObjectsConformance, CqSizeIsChecked) {

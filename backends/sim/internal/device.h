@@ -15,6 +15,7 @@
 #include "backends/sim/internal/mr.h"
 #include "backends/sim/internal/pd.h"
 #include "backends/sim/internal/qp.h"
+#include "backends/sim/internal/rng.h"
 #include "backends/sim/internal/srq.h"
 
 namespace softfab::sim::internal {
@@ -34,6 +35,7 @@ class DeviceImpl final : public transport::Device {
   Status GetAsyncEvent(AsyncEvent* event) override;
   const transport::Clock& clock() const override;
   void ScheduleWakeup(uint64_t t_ns) override;
+  uint64_t Random() override { return random_.Next(); }
 
   void Raise(AsyncEventType type, uint32_t qp_num, uint32_t cq, uint32_t srq);
   MrImpl* MrByKey(uint32_t key) const {
@@ -48,6 +50,7 @@ class DeviceImpl final : public transport::Device {
 
   FabricImpl* fabric_;
   int32_t node_;
+  Rng random_;  // Random(): this node's stream of the master seed
   char name_[24];
   std::vector<std::unique_ptr<PdImpl>> pds_;
   std::vector<std::unique_ptr<MrImpl>> mrs_;

@@ -101,6 +101,7 @@ class FabricImpl final : public SimFabric {
   uint64_t now() const { return loop_.now(); }
   SimStats& mutable_stats() { return recorder_.stats(); }
   uint32_t PathMtu(int32_t a, int32_t b) const { return links_.PathMtu(a, b); }
+  uint32_t PortMtuBytes(int32_t n) const { return links_.PortMtuBytes(n); }
   UdPool& ud_pool() { return ud_pool_; }
   // Scratch for one packet's bytes (GRH + payload up to 4096); contents do not
   // outlive the call that fills them.

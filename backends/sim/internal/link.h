@@ -57,9 +57,12 @@ class LinkTable {
  public:
   explicit LinkTable(const SimConfig& c)
       : nodes_(c.nodes),
-        active_mtu_(c.active_mtu),
+        port_mtu_bytes_(c.nodes, transport::MtuBytes(c.active_mtu)),
         default_link_(MakeLink(c.default_link)),
         index_(static_cast<size_t>(c.nodes) * c.nodes, -1) {
+    for (size_t n = 0; n < c.port_mtu.size(); ++n) {
+      port_mtu_bytes_[n] = transport::MtuBytes(c.port_mtu[n]);
+    }
     for (const SimLinkConfig& l : c.links) {
       const int32_t idx = static_cast<int32_t>(links_.size());
       links_.push_back(MakeLink(l));
@@ -76,16 +79,19 @@ class LinkTable {
     const int32_t idx = index_[static_cast<size_t>(a) * nodes_ + b];
     return idx < 0 ? default_link_ : links_[idx];
   }
-  // The largest packet payload between a and b: the smaller of the link's MTU
-  // and the ports' active MTU (256 when either node is unknown, -1).
+  // The largest packet payload a sends toward b: the smaller of the link's
+  // MTU and a's port MTU (256 when either node is unknown, -1). b's port may
+  // be smaller still (SimConfig::port_mtu): the sender does not know.
   uint32_t PathMtu(int32_t a, int32_t b) const {
     if (a < 0 || b < 0) return 256;
-    return std::min(For(a, b).mtu_bytes, transport::MtuBytes(active_mtu_));
+    return std::min(For(a, b).mtu_bytes, port_mtu_bytes_[a]);
   }
+  // Node n's port MTU in bytes.
+  uint32_t PortMtuBytes(int32_t n) const { return port_mtu_bytes_[n]; }
 
  private:
   int32_t nodes_;
-  Mtu active_mtu_;
+  std::vector<uint32_t> port_mtu_bytes_;  // per node
   Link default_link_;
   std::vector<Link> links_;
   std::vector<int32_t> index_;  // [a * nodes + b]: into links_, -1: default

@@ -245,6 +245,7 @@ class DeviceImpl final : public VerbsDevice {
   Status GetAsyncEvent(transport::AsyncEvent* event) override;
   const transport::Clock& clock() const override { return clock_; }
   void ScheduleWakeup(uint64_t) override {}  // the hardware's clock runs.
+  uint64_t Random() override;
 
   // VerbsDevice
   uint8_t physical_port() const override { return setup_.map.physical_port; }
