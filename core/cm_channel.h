@@ -1,5 +1,6 @@
 // The connection manager's own state: its datagram slots on the endpoint's UD
-// QP (receive slots kept posted, a ring of send slots) and the sequence new
+// QP (receive slots kept posted, send slots each held until its send
+// completes) and the sequence new
 // connections draw their request ids from. What is sent when is the
 // protocol's business: wireup.cc (RDM) and msg_connection.cc (FI_EP_MSG).
 // Not thread-safe (the endpoint's owner serialises).

@@ -234,6 +234,7 @@ Endpoint::~Endpoint() {
   }
   for (auto& [dest, ah] : dgram_ah_) (void)ah->Destroy();
   for (auto& [name, ah] : refused_ah_) (void)ah->Destroy();
+  for (tp::AddressHandle* ah : retired_ah_) (void)ah->Destroy();
   tx_.Deregister();
   conns_.cm().Deregister();
   conns_.credits().Deregister();

@@ -31,7 +31,7 @@
 // - wireup.cc: the RDM connection manager (requests, replies, retries); RC QP
 //   set-up and peer failure for both endpoint types.
 // - msg_connection.cc: FI_EP_MSG listen, connect, accept, reject, shutdown.
-// - cm_channel.{h,cc}: the CM's datagram slots, PSN and request-id sequences.
+// - cm_channel.{h,cc}: the CM's datagram slots and request-id sequence.
 // - send.cc: every send (checks, tx slots, posting, completion levels), acks.
 // - transmit_engine.{h,cc}: TransmitEngine, the sends and READs in flight
 //   and the registered bounce slots they use.
@@ -389,6 +389,11 @@ class Endpoint final : public RxClient {
   // A peer refused our version: a connection we were making to it fails,
   // its sends with SF_PROV_CM_VERSION.
   void OnVersionRefused(const wire::CmPrefix& from);
+  // An address handle no longer wanted: destroyed once no CM send that may
+  // use it is in flight (a UD send looks its address up when it goes), or
+  // with the endpoint.
+  void RetireAh(transport::AddressHandle* ah);
+  void DestroyRetiredAhs();
   StatusOr<transport::QueuePair*> NewRcQp();
   void OnConnected(uint32_t peer, bool ready);
   // Marks `peer` failed (its queued sends complete with `err` and the cause
@@ -482,6 +487,7 @@ class Endpoint final : public RxClient {
   // table, to refuse them by (at most kRefusedNamesMax, then no answer).
   static constexpr size_t kRefusedNamesMax = 16;
   std::map<wire::Name, transport::AddressHandle*> refused_ah_;
+  std::vector<transport::AddressHandle*> retired_ah_;  // RetireAh
 
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival

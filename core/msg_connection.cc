@@ -183,7 +183,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       auto stale = ListenerSlotToReuse(now);
       if (!stale) return;
       peer = *stale;
-      if (conns_[peer].ah) (void)conns_[peer].ah->Destroy();
+      RetireAh(conns_[peer].ah);
       const wire::Name old = conns_[peer].name;
       conns_[peer] = Peer{};
       conns_[peer].name = old;
@@ -241,7 +241,7 @@ void Endpoint::OnMsgCm(const wire::CmMessage& m) {
       }
       // From here on the peer is the accepting endpoint, not the listener.
       conns_.Rename(0, m.from);
-      if (p.ah) (void)p.ah->Destroy();
+      RetireAh(p.ah);
       p.ah = nullptr;
       Credits::Grant(p.credits, m);
       p.peer_buffered_min = m.buffered_min;

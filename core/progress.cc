@@ -60,6 +60,7 @@ void Endpoint::Progress() {
       const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
       if (kind == kWrCmSend) {
         conns_.cm().SendDone(wc[i].wr_id);  // its slot may be written again
+        if (conns_.cm().sends_in_flight() == 0) DestroyRetiredAhs();
         continue;
       }
       if (from) --conns_[*from].sq_outstanding;

@@ -39,8 +39,10 @@ inline constexpr int kProvPostRefused = kProvOwnBase + 11;
 inline constexpr int kProvCmVersion = kProvOwnBase + 12;
 inline constexpr int kProvOwnLast = kProvCmVersion;
 
-// The cause an error number alone implies, for errors that have one cause
-// (0 for the others: the caller names the cause).
+// The cause an error number most often has, for an error entry whose
+// caller named none (0: no such default). ECONNREFUSED has two causes
+// (a listener's rejection, another CM version); the core names the second
+// itself.
 constexpr int ProvErrnoOf(int err) {
   switch (err) {
     case kErrTruncated:

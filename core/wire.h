@@ -114,7 +114,6 @@ enum class CmType : uint8_t {
   // the refuser's own version. Its value never changes.
   kVersionRefused = 9,
 };
-inline constexpr CmType kCmTypeLast = CmType::kVersionRefused;
 // Private data an FI_EP_MSG connect, accept or reject carries
 // (FI_OPT_CM_DATA_SIZE).
 inline constexpr size_t kCmDataMax = 56;
@@ -217,6 +216,7 @@ inline bool DecodeCm(const uint8_t* in, size_t bytes, CmMessage* m) {
   m->mtu = p[0];
   m->reads_initiated = p[1];
   m->reads_served = p[2];
+  if (m->mtu < 1 || m->mtu > 5) return false;  // not an IB MTU (256..4096)
   p += 3;
   std::memcpy(&m->rc_qpn, p, 4);
   std::memcpy(&m->psn, p + 4, 4);

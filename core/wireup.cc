@@ -295,7 +295,23 @@ void Endpoint::RefuseVersion(const wire::CmPrefix& from) {
   (void)conns_.cm().SendVersionRefused(name_, ah, from.from);
 }
 
+void Endpoint::RetireAh(tp::AddressHandle* ah) {
+  if (ah == nullptr) return;
+  if (conns_.cm().sends_in_flight() == 0) {
+    (void)ah->Destroy();
+  } else {
+    retired_ah_.push_back(ah);
+  }
+}
+
+void Endpoint::DestroyRetiredAhs() {
+  for (tp::AddressHandle* ah : retired_ah_) (void)ah->Destroy();
+  retired_ah_.clear();
+}
+
 void Endpoint::OnVersionRefused(const wire::CmPrefix& from) {
+  // Only a peer of another version refuses ours.
+  if (from.version == wire::kCmVersion) return;
   const auto peer = conns_.Find(from.from);
   if (!peer || conns_[*peer].state != PeerState::kConnecting) return;
   FailPeer(*peer, ECONNREFUSED, kProvCmVersion);

@@ -5,10 +5,10 @@
 // Input: a selector byte, then the bytes to decode. Checks, beyond "no
 // crash": whatever a decoder accepts re-encodes to the same bytes; a CM
 // datagram's prefix is read whenever it starts with the marker, and a whole
-// message is rejected when too short, of another version, of an unknown type
-// or with private data past its end; the address vector hands out indices lowest-free-first, looks each
-// name up again byte for byte and finds every live name by its LID and QP
-// number.
+// message is rejected when too short, of another version, of an unknown type,
+// with an MTU that is no IB MTU or with private data past its end; the address
+// vector hands out indices lowest-free-first, looks each name up again byte for
+// byte and finds every live name by its LID and QP number.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -59,7 +59,10 @@ void Cm(const uint8_t* in, size_t n) {
   const bool data_fits = n >= wire::kCmBytes &&
                          in[wire::kCmBytes - 1] <= wire::kCmDataMax &&
                          n >= wire::kCmBytes + in[wire::kCmBytes - 1];
-  FUZZ_CHECK(ok == (known_type && data_fits));
+  const bool mtu_known = n > wire::kCmPrefixBytes &&
+                         in[wire::kCmPrefixBytes] >= 1 &&
+                         in[wire::kCmPrefixBytes] <= 5;
+  FUZZ_CHECK(ok == (known_type && data_fits && mtu_known));
   if (!ok) return;
   uint8_t out[wire::kCmMaxBytes];
   wire::EncodeCm(m, out);

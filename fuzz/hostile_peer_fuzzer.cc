@@ -278,8 +278,9 @@ void Attack::AnswerRequest() {
 }
 
 void Attack::CmBytes() {
-  uint8_t bytes[256];
-  const size_t n = in_.Take(bytes, in_.U8());
+  // Up to 1,020 bytes: past the CM's smallest receive slot too.
+  uint8_t bytes[1024];
+  const size_t n = in_.Take(bytes, size_t{in_.U8()} * 4);
   (void)raw_->SendCm(victim_.ep->name(), bytes, n);
 }
 
@@ -295,7 +296,7 @@ void Attack::CmStructured() {
   if (lie & 8) m.credit_addr = in_.Bits(8);
   if (lie & 16) m.data_len = in_.U8() % (wire::kCmDataMax + 1);
   if (lie & 32) m.from = victim_.ep->name();  // Its own name.
-  if (lie & 64) m.mtu = in_.U8();              // Any MTU, 0 and 200 too.
+  if (lie & 64) m.mtu = in_.U8();             // Any MTU, 0 and 200 too.
   if (lie & 128) m.reads_initiated = m.reads_served = in_.U8();
   uint8_t bytes[wire::kCmMaxBytes];
   wire::EncodeCm(m, bytes);

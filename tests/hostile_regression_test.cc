@@ -309,15 +309,19 @@ TEST(HostileRegression, PeerFailedOnOneSideFailsOnTheOther) {
   }
 }
 
-// hostile_peer: one CM datagram larger than the CM's receive slots (168
-// bytes) moved the endpoint's UD QP to ERROR (rxe's rule for a datagram
-// that does not fit its receive), and the endpoint could never connect to
-// anyone again. The slots now hold anything the path MTU lets through.
+// hostile_peer: one CM datagram larger than the CM's receive slots (then 168
+// bytes, now at least 296) moved the endpoint's UD QP to ERROR (rxe's rule for
+// a datagram that does not fit its receive), and the endpoint could never
+// connect to anyone again. The slots now hold anything the path MTU lets
+// through.
 TEST(HostileRegression, OversizedCmDatagramLeavesTheCmWorking) {
   Cluster c(3);
   fuzz::RawPeer peer(c.fabric().device(2));
   ASSERT_TRUE(peer.ok());
   std::vector<uint8_t> junk(1000, 0xFF);
+  // Larger than the smallest receive slot the CM could have, and sent whole.
+  ASSERT_GT(junk.size(), core::CmChannel::kSlotBytes - 40);
+  ASSERT_LE(junk.size(), fuzz::RawPeer::kCmSlotBytes - 40);
   ASSERT_TRUE(peer.SendCm(c[1].ep->name(), junk.data(), junk.size()).ok());
   c.ProgressAll();
   // An honest peer still connects and delivers.

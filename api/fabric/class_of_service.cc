@@ -36,7 +36,8 @@ int Pick(uint32_t field, const char* label, const char* name, uint32_t max,
   }
   char* end = nullptr;
   errno = 0;
-  const unsigned long long v = std::strtoull(text, &end, 0);
+  const bool hex = text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const unsigned long long v = std::strtoull(text, &end, hex ? 16 : 10);
   if (errno != 0 || *end != '\0' || text[0] == '-' || v > max) {
     return FailWith(EINVAL, std::string("$") + name + "=\"" + text +
                                 "\": expected an integer in [0, " +

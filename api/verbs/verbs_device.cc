@@ -96,7 +96,7 @@ int sfv_query_device(sfv_context* context, sfv_device_attr* attr) {
   attr->max_mr = a.max_mr;
   attr->max_pd = a.max_pd;
   attr->max_qp_rd_atom = a.max_qp_rd_atom;
-  attr->max_qp_init_rd_atom = a.max_qp_rd_atom;
+  attr->max_qp_init_rd_atom = a.max_qp_init_rd_atom;
   attr->max_ah = a.max_ah;
   attr->max_srq = a.max_srq;
   attr->max_srq_wr = a.max_srq_wr;

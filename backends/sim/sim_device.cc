@@ -51,10 +51,7 @@ Status DeviceImpl::QueryPort(uint8_t port_num, PortAttr* attr) const {
   attr->state =
       fabric_->node(node_).port_down ? PortState::kDown : PortState::kActive;
   attr->max_mtu = Mtu::k4096;
-  attr->active_mtu =
-      node_ < static_cast<int32_t>(fabric_->config().port_mtu.size())
-          ? fabric_->config().port_mtu[node_]
-          : fabric_->config().active_mtu;
+  attr->active_mtu = PortMtuOf(fabric_->config(), node_);
   attr->gid_tbl_len = 1;
   attr->max_msg_sz = 1u << 31;
   attr->lid = static_cast<uint16_t>(node_ + 1);

@@ -79,8 +79,8 @@ void QpImpl::Pump() {
       // failed with LOC_LEN_ERR.
       bool unsent = false;
       if (init_.qp_type == QpType::kUd && err == WcStatus::kSuccess) {
-        if (w.length > f->PathMtu(dev_->node_, w.ud_node) ||
-            w.length > f->PortMtuBytes(dev_->node_)) {
+        // (The path MTU is never above the sending port's.)
+        if (w.length > f->PathMtu(dev_->node_, w.ud_node)) {
           if (f->quirks().ud_send_over_mtu_is_silent) {
             unsent = true;
           } else {

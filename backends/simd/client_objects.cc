@@ -3,6 +3,7 @@
 // call one request (internal/connection.h). The backend: one device, this
 // process's node; waiting parks the process in the daemon.
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -541,10 +542,12 @@ class RemoteDevice final : public tp::Device {
   uint64_t Random() override {
     Request req;
     Reply r;
-    // The daemon's node stream; a daemon gone leaves the PSN unpredictable
-    // enough, and the next call says why.
-    if (!c_->Call(Op::kRandom, req, nullptr, &r).ok()) return 0x5f5f5f;
-    return r.a;
+    // The daemon's stream for this node; with the daemon gone (the next call
+    // says so) the kernel's.
+    if (c_->Call(Op::kRandom, req, nullptr, &r).ok()) return r.a;
+    uint64_t v = 0;
+    (void)getrandom(&v, sizeof v, 0);
+    return v;
   }
   void ScheduleWakeup(uint64_t t_ns) override {
     Request req;

@@ -30,7 +30,8 @@ class RawPeer {
   static constexpr uint8_t kPort = 1;
   static constexpr size_t kBufferBytes = 1 << 17;
   static constexpr size_t kCmRecvSlots = 16;
-  static constexpr size_t kCmSlotBytes = 40 + 256;  // GRH + datagram.
+  // GRH + datagram: room for datagrams larger than the CM's own slots.
+  static constexpr size_t kCmSlotBytes = 40 + 2048;
   // Receives kept posted on the RC QP (in the upper half of buffer()), so
   // that what a peer sends it lands rather than waits on RNR forever.
   static constexpr size_t kRcRecvSlots = 8;

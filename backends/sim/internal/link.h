@@ -49,6 +49,12 @@ inline Link MakeLink(const SimLinkConfig& c) {
               0};
 }
 
+// Node n's port MTU: its SimConfig::port_mtu entry, else active_mtu.
+inline Mtu PortMtuOf(const SimConfig& c, int32_t n) {
+  return static_cast<size_t>(n) < c.port_mtu.size() ? c.port_mtu[n]
+                                                    : c.active_mtu;
+}
+
 // Which link joins two nodes: a pair listed in SimConfig::links has its own
 // (both directions), every other pair shares the default link. Built once from
 // the config; afterwards only a link's `down` flag (timed faults) and its
@@ -57,11 +63,10 @@ class LinkTable {
  public:
   explicit LinkTable(const SimConfig& c)
       : nodes_(c.nodes),
-        port_mtu_bytes_(c.nodes, transport::MtuBytes(c.active_mtu)),
         default_link_(MakeLink(c.default_link)),
         index_(static_cast<size_t>(c.nodes) * c.nodes, -1) {
-    for (size_t n = 0; n < c.port_mtu.size(); ++n) {
-      port_mtu_bytes_[n] = transport::MtuBytes(c.port_mtu[n]);
+    for (int32_t n = 0; n < c.nodes; ++n) {
+      port_mtu_bytes_.push_back(transport::MtuBytes(PortMtuOf(c, n)));
     }
     for (const SimLinkConfig& l : c.links) {
       const int32_t idx = static_cast<int32_t>(links_.size());
