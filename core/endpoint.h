@@ -154,6 +154,11 @@ struct SendArgs {
 // bound to.
 class Endpoint final : public RxClient {
  public:
+  // Work requests one connection's send queue holds: every post to it
+  // (sends, READs, acks, credit writes) waits while tx_size are outstanding
+  // there, control messages while tx_size + kQpControlSends are; each RC QP
+  // is sized for exactly that (README "Memory per peer").
+  static constexpr uint32_t kQpControlSends = 8;
   static constexpr size_t kIovMax = RxContext::kIovMax;
   static constexpr size_t kMinMultiRecvDefault = 8192;
 

@@ -20,6 +20,7 @@
 #include <set>
 #include <vector>
 
+#include "backends/sim/internal/device.h"
 #include "backends/sim/sim_fabric.h"
 #include "core/cm_channel.h"
 #include "core/endpoint.h"
@@ -158,6 +159,44 @@ TEST(ConnectionSetupTest, InitialPsnsComeFromTheSeed) {
   std::set<uint32_t> psns;
   for (uint64_t seed = 1; seed <= 8; ++seed) psns.insert(FirstPsn(seed));
   EXPECT_EQ(psns.size(), 8u);
+}
+
+// The bytes of an mlx5 send queue (rdma-core's mlx5_calc_sq_size): the next
+// power of two of depth x WQE size, a WQE holding the 16-byte control
+// segment, a 16-byte remote-address segment and the inline data with its
+// 4-byte header rounded up to 16, in 64-byte basic blocks.
+uint64_t Mlx5SendQueueBytes(uint32_t depth, uint32_t inline_bytes) {
+  const uint64_t inline_seg = (4 + inline_bytes + 15) / 16 * 16;
+  const uint64_t wqe = (16 + 16 + inline_seg + 63) / 64 * 64;
+  uint64_t bytes = 1;
+  while (bytes < depth * wqe) bytes *= 2;
+  return bytes;
+}
+
+// Memory per peer: the RC QP a connection makes asks for the send queue its
+// posts can fill and no more (tx_size + 8 = 264 entries by default): 128 KiB
+// on mlx5 with the inline data softfab uses on a device (304 bytes); it asked
+// for 520 entries, 256 KiB.
+TEST(ConnectionSetupTest, APeersSendQueueIsWhatItsPostsCanFill) {
+  sim::SimConfig config;
+  config.trace_capacity = 1 << 10;
+  Cluster c(2, config);
+  ExpectDelivered(c, 0, 1, 8);
+  uint32_t rc_qpn = 0;
+  for (const sim::TraceRecord& r : c.fabric().Trace()) {
+    if (r.kind == sim::TraceKind::kPacketArrive && r.opcode == 0 /* SEND */) {
+      rc_qpn = r.qp_num;  // the receiver's RC QP
+    }
+  }
+  ASSERT_NE(rc_qpn, 0u);
+  auto* dev = static_cast<sim::internal::DeviceImpl*>(c.fabric().device(1));
+  const sim::internal::QpImpl* qp = dev->QpByNum(rc_qpn);
+  ASSERT_NE(qp, nullptr);
+  const uint32_t depth = qp->attr_.cap.max_send_wr;
+  EXPECT_EQ(depth,
+            core::EndpointAttr{}.tx_size + core::Endpoint::kQpControlSends);
+  EXPECT_EQ(Mlx5SendQueueBytes(depth, 304), 128u * 1024);
+  EXPECT_EQ(Mlx5SendQueueBytes(520, 304), 256u * 1024);  // the model, before
 }
 
 // A CM datagram of version 3: the prefix every version shares, then bytes
