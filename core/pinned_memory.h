@@ -15,7 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <vector>
+#include <type_traits>
 
 namespace softfab::core {
 
@@ -45,9 +45,44 @@ struct PageAllocator {
   }
 };
 
-// A vector whose elements live on pages of their own.
+// An array of trivially copyable T on pages of its own, zeroed by the kernel
+// when made (no per-element construction: filling megabytes one element at a
+// time, as a std::vector with its own allocator does, costs seconds per
+// endpoint in an unoptimised build under emulation). The subset of
+// std::vector the core uses.
 template <typename T>
-using PinnedVector = std::vector<T, PageAllocator<T>>;
+class PinnedVector {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  PinnedVector() = default;
+  ~PinnedVector() { Release(); }
+  PinnedVector(const PinnedVector&) = delete;
+  PinnedVector& operator=(const PinnedVector&) = delete;
+
+  // n elements, all zero (`zero` must be T{}: fresh pages are zero).
+  void assign(size_t n, const T& zero) {
+    (void)zero;
+    Release();
+    if (n == 0) return;
+    data_ = PageAllocator<T>().allocate(n);
+    size_ = n;
+  }
+  T* data() { return data_; }
+  const T* data() const { return data_; }
+  size_t size() const { return size_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+
+ private:
+  void Release() {
+    if (data_ != nullptr) PageAllocator<T>().deallocate(data_, size_);
+    data_ = nullptr;
+    size_ = 0;
+  }
+  T* data_ = nullptr;
+  size_t size_ = 0;
+};
 
 // A fixed block of bytes on pages of its own (zeroed).
 struct PinnedFree {

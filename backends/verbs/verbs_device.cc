@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <memory>
 #include <string>
 #include <utility>
@@ -48,12 +49,17 @@ struct DeviceList {
 // left out of the child (MADV_DONTFORK), which must not touch them. (rdma-core
 // also turns it on by itself under RDMAV_FORK_SAFE=1.) Refused when the
 // process registered memory before softfab's first device: softfab carries on
-// as the kernel allows, and the README says so.
+// as the kernel allows, and the README says so. Once per process: the answer
+// is the kernel's and libibverbs' (process-wide), and asking costs a device
+// context each time (seconds per hundred opens under emulation).
 void PrepareForFork() {
-  if (ibv_is_fork_initialized() != IBV_FORK_DISABLED) return;
-  const char* env = std::getenv("SOFTFAB_FORK_INIT");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return;
-  (void)ibv_fork_init();
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (ibv_is_fork_initialized() != IBV_FORK_DISABLED) return;
+    const char* env = std::getenv("SOFTFAB_FORK_INIT");
+    if (env != nullptr && std::strcmp(env, "0") == 0) return;
+    (void)ibv_fork_init();
+  });
 }
 
 // Fetches the device list; ENODEV with the no-device hint when it is empty.
