@@ -120,7 +120,7 @@ StatusOr<tp::QueuePair*> Endpoint::NewUdQp(uint32_t send_depth,
   if (!qp.ok()) return qp.status();
   tp::QpAttr a;
   a.qp_state = tp::QpState::kInit;
-  a.pkey_index = attr_.pkey_index;
+  a.pkey_index = attr_.class_of_service.pkey_index;
   a.port_num = kPort;
   a.qkey = kQkey;
   Status s = (*qp)->Modify(
@@ -181,9 +181,7 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
     attr.channel = like->channel;
     attr.cm_retry_ns = like->cm_retry_ns;
     attr.cm_retries_max = like->cm_retries_max;
-    attr.traffic_class = like->traffic_class;
-    attr.service_level = like->service_level;
-    attr.pkey_index = like->pkey_index;
+    attr.class_of_service = like->class_of_service;
   }
   attr.type = EndpointType::kMsg;
   attr.tx_size = 1;

@@ -81,6 +81,15 @@ namespace softfab::core {
 
 enum class EndpointType : uint8_t { kMsg, kRdm, kDgram };
 
+// The class of service of a path: the GRH's traffic class (RoCEv2: the IP TOS
+// byte, DSCP << 2 | ECN), the service level (0..15) and the port's P_Key
+// table index; all 0 is the fabric's default class.
+struct ClassOfService {
+  uint8_t traffic_class = 0;
+  uint8_t service_level = 0;
+  uint16_t pkey_index = 0;
+};
+
 struct EndpointAttr {
   EndpointType type = EndpointType::kRdm;
   uint32_t tx_size = 256;  // Sends in flight (including queued ones).
@@ -104,13 +113,9 @@ struct EndpointAttr {
   uint8_t rc_timeout = 14;
   uint32_t cm_retries_max = 50;
   // The class of service of every path the endpoint makes (RC connections,
-  // datagrams, the CM's own datagrams): the GRH's traffic class (RoCEv2: the
-  // IP TOS byte, DSCP << 2 | ECN), the service level (0..15) and the port's
-  // P_Key table index. The API takes them from sf_fabric_attr or the
-  // environment; 0 is the fabric's default class.
-  uint8_t traffic_class = 0;
-  uint8_t service_level = 0;
-  uint16_t pkey_index = 0;
+  // datagrams, the CM's own datagrams). The API takes it from sf_fabric_attr
+  // or the environment.
+  ClassOfService class_of_service;
   // FI_BUFFERED_RECV (or FI_VARIABLE_MSG): see RxContext::Attr::buffered.
   bool buffered = false;
   // Registrations the protocol makes of user buffers (rendezvous) come from

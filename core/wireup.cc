@@ -40,7 +40,7 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   if (!qp.ok()) return qp.status();
   tp::QpAttr a;
   a.qp_state = tp::QpState::kInit;
-  a.pkey_index = attr_.pkey_index;
+  a.pkey_index = attr_.class_of_service.pkey_index;
   a.port_num = kPort;
   a.qp_access_flags = tp::kAccessRemoteWrite | tp::kAccessRemoteRead;
   if (Status s = (*qp)->Modify(a, tp::kQpState | tp::kQpPkeyIndex |
@@ -54,7 +54,8 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
 
 tp::AhAttr Endpoint::AddressOf(const wire::Name& name) const {
   return AhAttrFor(name, NeedsGrh(port_.link_layer, name_.gid, name),
-                   attr_.traffic_class, attr_.service_level);
+                   attr_.class_of_service.traffic_class,
+                   attr_.class_of_service.service_level);
 }
 
 void Endpoint::DescribePort(wire::CmMessage* m) const {
@@ -65,12 +66,10 @@ void Endpoint::DescribePort(wire::CmMessage* m) const {
 
 Status Endpoint::ConnectQp(Peer& p, const wire::CmMessage& their) {
   // Both ends' smaller MTU: a packet sized for one end's port alone is
-  // dropped by the other's when that is smaller, until the QP fails.
+  // dropped by the other's when that is smaller, until the QP fails. (The
+  // peer's is an IB MTU: DecodeCm refuses any other.)
   const uint8_t mtu =
       std::min(static_cast<uint8_t>(port_.active_mtu), their.mtu);
-  if (mtu < static_cast<uint8_t>(tp::Mtu::k256)) {
-    return InvalidArgument("the peer's port MTU is not an IB MTU");
-  }
   tp::QpAttr a;
   a.qp_state = tp::QpState::kRtr;
   a.path_mtu = static_cast<tp::Mtu>(mtu);

@@ -69,11 +69,7 @@ struct Cq;
 struct Domain;
 
 // A fabric's class of service (api/fabric/class_of_service.cc).
-struct ClassOfService {
-  uint8_t traffic_class = 0;
-  uint8_t service_level = 0;
-  uint16_t pkey_index = 0;
-};
+using ClassOfService = core::ClassOfService;
 
 struct Fabric : sf_fabric {
   using Public = sf_fabric;
@@ -221,10 +217,7 @@ inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
   a->inline_sends = t.inline_sends;
   if (t.cm_retry_ns != 0) a->cm_retry_ns = t.cm_retry_ns;
   if (t.cm_retries_max != 0) a->cm_retries_max = t.cm_retries_max;
-  const ClassOfService& cos = d->fabric->class_of_service;
-  a->traffic_class = cos.traffic_class;
-  a->service_level = cos.service_level;
-  a->pkey_index = cos.pkey_index;
+  a->class_of_service = d->fabric->class_of_service;
 }
 
 // Takes an endpoint or listener off its domain's list (before it goes).
