@@ -615,13 +615,18 @@ class Server final : public FabricServer, public Sessions {
   // counts as parked, as Shadow counts a process blocked in a system call.
   // Two looks at least a millisecond apart, so a passing sleep (a pipe
   // write, a lock) is not taken for one.
-  bool AsleepOutside(Session* s, uint64_t now) {
+  // `fresh` forbids the answer of an earlier look in this millisecond: time
+  // may move only on what the process is doing now (a process seen asleep a
+  // moment ago may since have been woken by a TCP byte, answered, and be
+  // running toward its next call: taking it for asleep let the fabric run
+  // past the completions it was about to poll).
+  bool AsleepOutside(Session* s, uint64_t now, bool fresh) {
     // Nothing of ours unread by it, nothing of its unread by us (a request
     // on its way means it is in a call, waiting for our answer). Heard from
     // within the last millisecond: surely not. /proc is read at most once a
-    // millisecond per process (the daemon's loop turns far more often while
-    // it spins); in between, the last look's answer stands.
-    if (s->window != nullptr && now == s->outside_looked_ms) {
+    // millisecond per process while the daemon spins (its loop turns far
+    // more often); in between, the last look's answer stands, unless fresh.
+    if (!fresh && s->window != nullptr && now == s->outside_looked_ms) {
       return s->asleep_since_ms != 0 && now - s->asleep_since_ms >= 1;
     }
     s->outside_looked_ms = now;
@@ -644,13 +649,15 @@ class Server final : public FabricServer, public Sessions {
     const uint64_t now = WallMs();
     bool any = false, outside = false, outside_long = true;
     std::vector<pid_t> asleep;
+    std::vector<Session*> sleepers;
     for (const auto& s : sessions_) {
       if (s->address_only) continue;           // no node: not in time
       if (s->node < 0) return Advancing::kNo;  // saying hello
       if (s->parked) {
         any = true;
-      } else if (AsleepOutside(s.get(), now)) {
+      } else if (AsleepOutside(s.get(), now, /*fresh=*/false)) {
         asleep.push_back(s->pid);
+        sleepers.push_back(s.get());
       } else if (options_.outside_ms > 0 &&
                  now - s->last_heard_ms >= options_.outside_ms) {
         outside = true;
@@ -660,6 +667,13 @@ class Server final : public FabricServer, public Sessions {
       }
     }
     if (!any) return Advancing::kNo;
+    // Everyone else is parked (and stays so: only this loop answers them), so
+    // a sleeper seen asleep now, with quiet sockets below, cannot wake before
+    // the fabric wakes someone. Look again at each: the answers above may be
+    // up to a millisecond old.
+    for (Session* s : sleepers) {
+      if (!AsleepOutside(s, now, /*fresh=*/true)) return Advancing::kNo;
+    }
     // A sleeper with TCP bytes on their way between processes of the run is
     // about to wake (outside_processes.h): time waits for it.
     if (!asleep.empty() && !LaunchersQuiet(&asleep)) return Advancing::kNo;

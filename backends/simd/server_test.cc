@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -140,6 +141,29 @@ class RawClient {
       if (std::chrono::steady_clock::now() > deadline) return -2;
     }
   }
+  // A call answered while we spin on the reply slot, without sleeping or
+  // allocating: calls as close together as a program's, so that the daemon
+  // spins between them. The reply's status, or -2 after a second.
+  int SpinCall(Op op, const Request& req) {
+    Message m(op, &req, sizeof req);
+    Mailbox box(window_);
+    if (box.PutRequest(++seq_, m.bytes().data(), m.bytes().size())) Ring();
+    reply_buf_.resize(kMessageBytesMax);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (std::chrono::steady_clock::now() < deadline) {
+      const long n = box.TakeReply(&seen_, reply_buf_.data());
+      if (n <= 0) continue;
+      Header h;
+      Reply r;
+      const uint8_t* tail = nullptr;
+      if (!Decode(reply_buf_.data(), static_cast<size_t>(n), &h, &r, &tail)) {
+        return -1;
+      }
+      return r.status;
+    }
+    return -2;
+  }
   // Whether the daemon closed the connection within `ms` (a reset when it
   // closed with our doorbell still unread).
   bool HungUp(int ms) {
@@ -160,6 +184,7 @@ class RawClient {
   uint8_t* window_ = nullptr;
   uint32_t seq_ = 0;
   uint32_t seen_ = 0;
+  std::vector<uint8_t> reply_buf_;
 };
 
 TEST(FabricDaemon, MemoryThatCouldShrinkIsRefused) {
@@ -283,6 +308,76 @@ TEST(FabricDaemon, ADoorbellFloodDoesNotStopTheOthers) {
   stop = true;
   flood.join();
   EXPECT_EQ(served, 50);
+}
+
+// A process asleep outside the fabric (here on a pipe) counts as parked;
+// once something outside wakes it, time must wait for it again at once,
+// not a millisecond later. The daemon looks at /proc at most once a
+// millisecond per process while it spins, and used to let that look stand:
+// a process woken by a TCP byte could answer it, and the peer that byte
+// released could post and park, all within the millisecond, and time moved
+// past the completions the woken process was running to poll (fi_pingpong
+// under loss took a second path in about one run of three).
+TEST(FabricDaemon, AProcessWokenOutsideTheFabricHoldsTimeAtOnce) {
+  Daemon d;
+  int ready[2], wake[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(wake), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Node 0: says hello, then sleeps on the pipe; each byte wakes it to run
+    // 20 ms without a call (as a program computes between its calls), say
+    // so, and sleep again.
+    close(ready[0]);
+    close(wake[1]);
+    RawClient c;
+    if (!c.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart)) _exit(2);
+    (void)!write(ready[1], "r", 1);
+    char b;
+    while (read(wake[0], &b, 1) == 1) {
+      const auto until =
+          std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      (void)!write(ready[1], "d", 1);
+    }
+    _exit(0);
+  }
+  close(ready[1]);
+  close(wake[0]);
+  char b;
+  ASSERT_EQ(read(ready[0], &b, 1), 1);  // node 0 first in the daemon's eyes
+  RawClient node1;
+  ASSERT_TRUE(node1.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
+  int early = 0;
+  for (int i = 0; i < 20; ++i) {
+    // Calls for 5 ms, so that the daemon spins, looking at node 0 (asleep
+    // long enough to count as parked) every millisecond; then wake it, and
+    // park at once.
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+      ASSERT_EQ(node1.SpinCall(Op::kRandom, Request{}), 0);
+    }
+    ASSERT_EQ(write(wake[1], "w", 1), 1);
+    // Parked with a deadline: an advance fires it and wakes us.
+    Request park;
+    park.c = 1'000'000ull * (i + 1);
+    ASSERT_EQ(node1.Call(Op::kPark, park), 0);
+    // Time moved: node 0 must have finished running and be asleep again.
+    pollfd p{ready[0], POLLIN, 0};
+    if (poll(&p, 1, 0) != 1) ++early;
+    ASSERT_EQ(read(ready[0], &b, 1), 1);
+    EXPECT_EQ(b, 'd');
+  }
+  EXPECT_EQ(early, 0) << "time moved while node 0 ran, in " << early
+                      << " of 20 tries";
+  close(wake[1]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  close(ready[0]);
 }
 
 }  // namespace
