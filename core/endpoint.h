@@ -52,6 +52,7 @@
 
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -160,10 +161,20 @@ struct SendArgs {
 class Endpoint final : public RxClient {
  public:
   // Work requests one connection's send queue holds: every post to it
-  // (sends, READs, acks, credit writes) waits while tx_size are outstanding
-  // there, control messages while tx_size + kQpControlSends are; each RC QP
-  // is sized for exactly that (README "Memory per peer").
+  // (sends, READs, acks, credit writes) waits while peer_send_budget() are
+  // outstanding there, control messages while qp_send_depth() are; each RC
+  // QP is sized for exactly that (README "Memory per peer").
   static constexpr uint32_t kQpControlSends = 8;
+  // Sends one connection may have posted and not completed: no more than its
+  // credits let be unconsumed at the peer anyway (64 by default, where
+  // tx_size, 256, is the whole endpoint's), so a peer's send queue stays
+  // small however deep the endpoint's is.
+  uint32_t peer_send_budget() const {
+    return std::min(attr_.tx_size, attr_.credits);
+  }
+  uint32_t qp_send_depth() const {
+    return peer_send_budget() + kQpControlSends;
+  }
   static constexpr size_t kIovMax = RxContext::kIovMax;
   static constexpr size_t kMinMultiRecvDefault = 8192;
 

@@ -106,7 +106,7 @@ void Endpoint::Progress() {
       p.reads_waiting.pop_front();
     }
     while (CanSend(p) && !p.waiting.empty() && conns_.AvailableCredits(p) > 0 &&
-           p.sq_outstanding < attr_.tx_size) {
+           p.sq_outstanding < peer_send_budget()) {
       const uint32_t index = p.waiting.front();
       // A fenced send goes once everything before it to this peer is done.
       if (tx_.op(index).fenced && p.in_flight > 0) break;
@@ -122,7 +122,7 @@ void Endpoint::FlushCreditWrites() {
   conns_.credits().FlushWrites(
       [&](uint32_t peer) -> std::pair<PeerCredits*, tp::QueuePair*> {
         Peer& p = conns_[peer];
-        if (!CanSend(p) || p.sq_outstanding >= attr_.tx_size + 8) {
+        if (!CanSend(p) || p.sq_outstanding >= qp_send_depth()) {
           return {nullptr, nullptr};
         }
         return {&p.credits, p.qp};

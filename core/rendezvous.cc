@@ -115,7 +115,7 @@ Status Endpoint::PostRead(uint32_t ri) {
   }
   const uint32_t num_wrs =
       (num_sge + tx_.read_sge_max() - 1) / tx_.read_sge_max();
-  if (p.sq_outstanding + num_wrs > attr_.tx_size + 8) {
+  if (p.sq_outstanding + num_wrs > qp_send_depth()) {
     return TryAgain("send queue full");
   }
   // The scatter list: the piece of each buffer the READs fill, each under a

@@ -70,7 +70,7 @@ Status Endpoint::Send(const SendArgs& a) {
   }
   const bool connected = CanSend(p);
   if (connected && (!p.waiting.empty() || conns_.AvailableCredits(p) == 0 ||
-                    p.sq_outstanding >= attr_.tx_size)) {
+                    p.sq_outstanding >= peer_send_budget())) {
     ++stats_.eagain;
     return TryAgain("no credit at that peer: read the CQ, then retry");
   }
@@ -277,7 +277,7 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   // Acks use a ring of header-only slots after the tx slots and need a credit
   // at the peer like any SEND.
   if (!CanSend(p) || conns_.AvailableCredits(p) == 0 ||
-      p.sq_outstanding >= attr_.tx_size + 8) {
+      p.sq_outstanding >= qp_send_depth()) {
     return TryAgain("no credit for an ack");
   }
   const uint32_t slot = tx_.NextControlSlot();

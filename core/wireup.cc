@@ -31,7 +31,7 @@ StatusOr<tp::QueuePair*> Endpoint::NewRcQp() {
   init.recv_cq = recv_cq_;
   init.srq = srq_;
   init.qp_type = tp::QpType::kRc;
-  init.cap.max_send_wr = attr_.tx_size + kQpControlSends;
+  init.cap.max_send_wr = qp_send_depth();
   // Sends and injects use one SGE; rendezvous READs one per receive iovec.
   init.cap.max_send_sge = tx_.read_sge_max();
   init.cap.max_inline_data =

@@ -174,9 +174,11 @@ uint64_t Mlx5SendQueueBytes(uint32_t depth, uint32_t inline_bytes) {
 }
 
 // Memory per peer: the RC QP a connection makes asks for the send queue its
-// posts can fill and no more (tx_size + 8 = 264 entries by default): 128 KiB
-// on mlx5 with the inline data softfab uses on a device (304 bytes); it asked
-// for 520 entries, 256 KiB.
+// posts can fill and no more: the sends its credits allow plus 8 for
+// control messages (64 + 8 = 72 entries by default), 32 KiB on mlx5 with
+// the inline data softfab uses on a device (304 bytes), so 1,000 peers take
+// 32 MiB. It asked for tx_size + 264 = 520 entries (256 KiB), then tx_size +
+// 8 = 264 (128 KiB).
 TEST(ConnectionSetupTest, APeersSendQueueIsWhatItsPostsCanFill) {
   sim::SimConfig config;
   config.trace_capacity = 1 << 10;
@@ -194,9 +196,53 @@ TEST(ConnectionSetupTest, APeersSendQueueIsWhatItsPostsCanFill) {
   ASSERT_NE(qp, nullptr);
   const uint32_t depth = qp->attr_.cap.max_send_wr;
   EXPECT_EQ(depth,
-            core::EndpointAttr{}.tx_size + core::Endpoint::kQpControlSends);
-  EXPECT_EQ(Mlx5SendQueueBytes(depth, 304), 128u * 1024);
-  EXPECT_EQ(Mlx5SendQueueBytes(520, 304), 256u * 1024);  // the model, before
+            core::EndpointAttr{}.credits + core::Endpoint::kQpControlSends);
+  EXPECT_EQ(Mlx5SendQueueBytes(depth, 304), 32u * 1024);
+  EXPECT_LE(1000 * Mlx5SendQueueBytes(depth, 304), 64u << 20);
+  EXPECT_EQ(Mlx5SendQueueBytes(264, 304), 128u * 1024);  // the model, before
+  EXPECT_EQ(Mlx5SendQueueBytes(520, 304), 256u * 1024);
+}
+
+// The smaller send queue still takes every send the credits allow: a burst
+// of as many sends to one peer as it grants credits, half of them
+// rendezvous (whose READs and acks the control entries carry), is accepted
+// without a pause, the next one waits for credits, and all arrive whole.
+TEST(ConnectionSetupTest, EveryCreditedSendFitsThePeersSendQueue) {
+  Cluster c(2);
+  const uint32_t credits = core::EndpointAttr{}.credits;
+  // Connected, and a batch of credits (a quarter) consumed and written back:
+  // all of them are ours again.
+  for (uint32_t i = 0; i < credits / 4; ++i) ExpectDelivered(c, 0, 1, 8);
+  for (int i = 0; i < 1000; ++i) c.ProgressAll();
+  std::vector<std::vector<uint8_t>> out, in;
+  std::vector<iovec> siov(credits + 1), riov(credits);
+  for (uint32_t i = 0; i < credits; ++i) {
+    const size_t size = i % 2 ? 64 * 1024 : 32;  // rendezvous, eager
+    out.push_back(Pattern(size, static_cast<int>(i)));
+    in.emplace_back(size, 0);
+    ASSERT_TRUE(
+        c[1].ep->Recv(TRecv(in[i].data(), size, 100 + i, 0, nullptr, &riov[i]))
+            .ok());
+  }
+  for (uint32_t i = 0; i < credits; ++i) {
+    const Status s =
+        c[0].ep->Send(TSend(out[i].data(), out[i].size(), c[0].addr[1], 100 + i,
+                            nullptr, &siov[i]));
+    ASSERT_TRUE(s.ok()) << "send " << i << ": " << s.message();
+  }
+  uint8_t extra = 0;
+  EXPECT_EQ(
+      c[0].ep->Send(TSend(&extra, 1, c[0].addr[1], 1, nullptr, &siov[credits]))
+          .code(),
+      EAGAIN);
+  core::CqEntry e;
+  for (uint32_t i = 0; i < credits; ++i) {
+    ASSERT_EQ(c.ReadOne(1, &e), 1) << "receive " << i;
+  }
+  for (uint32_t i = 0; i < credits; ++i) {
+    ASSERT_EQ(c.ReadOne(0, &e), 1) << "send completion " << i;
+  }
+  for (uint32_t i = 0; i < credits; ++i) EXPECT_EQ(in[i], out[i]) << i;
 }
 
 // A CM datagram of version 3: the prefix every version shares, then bytes
