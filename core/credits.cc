@@ -34,7 +34,8 @@ void Credits::Deregister() {
 
 void Credits::Return(PeerCredits& c, uint32_t peer) {
   ++c.freed;
-  const uint64_t batch = std::max<uint64_t>(1, per_peer_ / 4);
+  const uint64_t batch =
+      std::max<uint64_t>(1, (c.grant_out != 0 ? c.grant_out : per_peer_) / 4);
   if (!c.write_pending && c.freed - c.freed_written >= batch) {
     c.write_pending = true;
     due_.push_back(peer);

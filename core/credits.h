@@ -26,6 +26,11 @@ struct PeerCredits {
   // our word for it) - sends.
   uint64_t granted = 0;
   uint64_t sends = 0;
+  // Credits we granted the peer (our CM messages to it say so): at most the
+  // receive buffers we set aside for it (Endpoint::GrantFor); 0 until
+  // decided. `grant_held` while it counts against our buffers.
+  uint32_t grant_out = 0;
+  bool grant_held = false;
   // Credits we owe the peer: buffers of theirs we have consumed and freed.
   uint64_t freed = 0;
   uint64_t freed_written = 0;
@@ -69,7 +74,7 @@ class Credits {
   // A SEND to the peer was posted.
   static void Spend(PeerCredits& c) { ++c.sends; }
   // One of the peer's buffers is free again; a write-back becomes due once a
-  // batch has gathered.
+  // batch (a quarter of what we granted it) has gathered.
   void Return(PeerCredits& c, uint32_t peer);
 
   bool writes_due() const { return !due_.empty(); }

@@ -76,9 +76,16 @@ Status Endpoint::Init() {
   const uint32_t send_depth = attr_.tx_size + TransmitEngine::kControlSlots + 8;
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
                                                 CmChannel::kBuffers + 64);
-  rx_bounce_max_ =
-      std::min<uint32_t>(static_cast<uint32_t>(dev.max_srq_wr),
-                         std::max<uint32_t>(attr_.credits, attr_.credits * 16));
+  // Receive buffers, added a window of `credits` at a time as connections
+  // need them: full windows for 16 peers, and kMinGrant more for every peer
+  // the endpoint may hold, so that the credits granted never exceed the
+  // buffers there are (GrantFor), whatever the number of peers.
+  const uint64_t wanted = uint64_t{attr_.credits} * 16 +
+                          uint64_t{kMinGrant} * attr_.peers_max +
+                          attr_.credits - 1;
+  const uint64_t srq_max = static_cast<uint64_t>(dev.max_srq_wr);
+  rx_bounce_max_ = static_cast<uint32_t>(std::min(wanted, srq_max) /
+                                         attr_.credits * attr_.credits);
   const int32_t recv_cqe = static_cast<int32_t>(
       std::max(rx_bounce_max_, attr_.rx_size) + CmChannel::kBuffers + 64);
   // On a completion channel when the API sleeps on one (verbs); CreateCq

@@ -165,6 +165,9 @@ class Endpoint final : public RxClient {
   // outstanding there, control messages while qp_send_depth() are; each RC
   // QP is sized for exactly that (README "Memory per peer").
   static constexpr uint32_t kQpControlSends = 8;
+  // The smallest grant a peer gets when full windows have run out (README
+  // "Receive buffers and credits").
+  static constexpr uint32_t kMinGrant = 2;
   // Sends one connection may have posted and not completed: no more than its
   // credits let be unconsumed at the peer anyway (64 by default, where
   // tx_size, 256, is the whole endpoint's), so a peer's send queue stays
@@ -287,6 +290,12 @@ class Endpoint final : public RxClient {
     uint64_t unexpected_held = 0;
     // Unexpected messages dropped from a peer that sent past its credits.
     uint64_t overrun_dropped = 0;
+    // Credit grants made (one per peer connected), and those below `credits`
+    // because full windows had run out (GrantFor).
+    uint64_t grants = 0;
+    uint64_t grants_reduced = 0;
+    // Receive buffers flushed by a failing QP (and put back).
+    uint64_t bounce_flushed = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -375,6 +384,16 @@ class Endpoint final : public RxClient {
   }
   // Posts one more chunk of bounce buffers, if the SRQ has room for it.
   Status AddBounceChunk();
+  // Puts a bounce buffer back on the SRQ; one the SRQ refuses (in error)
+  // waits in rx_unposted_ for the next progress.
+  void RepostOrKeep(uint32_t index);
+  // The credits we grant `peer` (decided once, in its first CM message that
+  // carries a grant): `credits` while the buffers for a full window remain
+  // beyond kMinGrant for every other peer the endpoint may yet hold, else
+  // what is left, never below kMinGrant. Held against the buffers until the
+  // peer fails (ReleaseGrant).
+  uint32_t GrantFor(uint32_t peer);
+  void ReleaseGrant(uint32_t peer);
 
   // Receives (message_arrival.cc): the endpoint's checks, then its receive
   // context (core/rx_context.h) posts and matches.
@@ -498,6 +517,11 @@ class Endpoint final : public RxClient {
   uint32_t rx_bounce_max_ = 0;
   size_t rx_slot_bytes_ = 0;
   uint32_t rx_bounce_count_ = 0;
+  // Credits granted to the peers that hold a grant (PeerCredits::grant_held)
+  // and how many they are: never more than the buffers (rx_bounce_max_).
+  uint32_t rx_granted_ = 0;
+  uint32_t rx_granted_peers_ = 0;
+  std::vector<uint32_t> rx_unposted_;  // Bounce buffers the SRQ refused.
   // DGRAM: receive buffers (GRH + path MTU each) and an AH per destination.
   PinnedVector<uint8_t> dgram_rx_;
   transport::MemoryRegion* dgram_mr_ = nullptr;

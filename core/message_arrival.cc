@@ -101,6 +101,10 @@ Status Endpoint::AddBounceChunk() {
   return Status::Ok();
 }
 
+void Endpoint::RepostOrKeep(uint32_t index) {
+  if (!RepostBounce(index).ok()) rx_unposted_.push_back(index);
+}
+
 Status Endpoint::RepostBounce(uint32_t index) {
   return PostOneRecv(srq_, WrId(kWrRxBounce, index), BounceAt(index),
                      rx_slot_bytes_,
@@ -112,9 +116,12 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   const uint32_t index = static_cast<uint32_t>(IndexOf(wc.wr_id));
   const std::optional<uint32_t> from = conns_.ByQpn(wc.qp_num);
   if (wc.status != tp::WcStatus::kSuccess || !from) {
-    // A flushed buffer (QP or SRQ torn down) or a stray: put it back.
+    // A stray, or a buffer flushed by a QP that failed while a message was
+    // arriving into it (the SRQ lives on): put it back, or the pool shrinks
+    // by one with every such failure.
     if (wc.status == tp::WcStatus::kSuccess) ++stats_.bad_headers;
-    if (wc.status != tp::WcStatus::kWrFlushErr) (void)RepostBounce(index);
+    if (wc.status == tp::WcStatus::kWrFlushErr) ++stats_.bounce_flushed;
+    RepostOrKeep(index);
     return;
   }
   const uint32_t peer = *from;
@@ -142,7 +149,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     // FI_OPT_BUFFERED_MIN prefix): a message to match.
     return_credit = OnMessage(peer, h, buf + wire::kHeaderBytes, payload_len);
   }
-  (void)RepostBounce(index);
+  RepostOrKeep(index);
   if (return_credit) conns_.ReturnCredit(peer);
 }
 
@@ -177,7 +184,7 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   Peer& p = conns_[peer];
   const bool credit_held = p.unexpected_buffered >= attr_.credits;
   if ((!r || buffered) && credit_held &&
-      p.unexpected_withheld >= attr_.credits) {
+      p.unexpected_withheld >= p.credits.grant_out) {
     // It would be kept, and the peer sent past its credits: memory stays
     // bounded, the message is dropped and counted (and not acknowledged).
     ++stats_.overrun_dropped;

@@ -26,6 +26,11 @@ void Endpoint::Progress() {
   // operations must not stop the CM replies, acks and messages that complete
   // them (it did: a CQ of 4 with two receives and two sends posted never
   // connected). DGRAM arrivals all take the room test.
+  if (!rx_unposted_.empty()) {  // The SRQ refused them once: try again.
+    std::vector<uint32_t> again;
+    again.swap(rx_unposted_);
+    for (uint32_t index : again) RepostOrKeep(index);
+  }
   while (!held_.empty() && !ArrivalWaitsForRoom(held_.front())) {
     const tp::WorkCompletion held = held_.front();
     held_.pop_front();

@@ -146,7 +146,7 @@ Status Endpoint::ConnectToSelf(uint32_t peer) {
   wire::CmMessage m;
   m.credit_addr = conns_.credits().word_address(peer);
   m.credit_rkey = conns_.credits().word_rkey();
-  m.credits = attr_.credits;
+  m.credits = GrantFor(peer);
   p.answered_id = p.request_id;
   Credits::Grant(p.credits, m);
   p.peer_buffered_min = static_cast<uint32_t>(buffered_min_);
@@ -169,7 +169,15 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.psn = p.psn;
   m.credit_addr = conns_.credits().word_address(peer);
   m.credit_rkey = conns_.credits().word_rkey();
-  m.credits = attr_.credits;
+  // The messages a connection is made with carry our grant; the others (a
+  // listener's, a disconnect's) the grant made, if any, else the default,
+  // which nobody reads from them.
+  const bool grants = type == wire::CmType::kRequest ||
+                      type == wire::CmType::kReply ||
+                      type == wire::CmType::kConnect;
+  m.credits = grants                     ? GrantFor(peer)
+              : p.credits.grant_out != 0 ? p.credits.grant_out
+                                         : attr_.credits;
   m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
   const bool initiator =
@@ -317,10 +325,16 @@ void Endpoint::OnVersionRefused(const wire::CmPrefix& from) {
 }
 
 void Endpoint::OnConnected(uint32_t peer, bool ready) {
-  // The credits this connection grants are backed by buffers of their own.
-  if (!AddBounceChunk().ok()) {
-    FailPeer(peer, ENOMEM, kProvNoMemory);
-    return;
+  // The credits this connection grants (decided here if no CM message of
+  // ours carried them yet) are backed by buffers: windows are added until
+  // every grant held has its own.
+  (void)GrantFor(peer);
+  while (rx_bounce_count_ < rx_granted_ &&
+         rx_bounce_count_ + attr_.credits <= rx_bounce_max_) {
+    if (!AddBounceChunk().ok()) {
+      FailPeer(peer, ENOMEM, kProvNoMemory);
+      return;
+    }
   }
   Peer& p = conns_[peer];
   p.state = PeerState::kConnected;
@@ -328,11 +342,44 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
   conns_.SetQpn(p.qp->qp_num(), peer);
 }
 
+uint32_t Endpoint::GrantFor(uint32_t peer) {
+  PeerCredits& c = conns_[peer].credits;
+  if (c.grant_out != 0) return c.grant_out;
+  ++rx_granted_peers_;
+  // Buffers kept back for the peers that may still come, kMinGrant each, as
+  // far as the SRQ holds them beyond 16 full windows (a device whose SRQ is
+  // too small for peers_max x kMinGrant backs the first peers' grants only).
+  const uint64_t full =
+      std::min<uint64_t>(rx_bounce_max_, uint64_t{attr_.credits} * 16);
+  const uint64_t reserve = std::min<uint64_t>(
+      uint64_t{kMinGrant} *
+          (attr_.peers_max - std::min(attr_.peers_max, rx_granted_peers_)),
+      rx_bounce_max_ - full);
+  const uint64_t taken = rx_granted_ + reserve;
+  const uint64_t room = rx_bounce_max_ > taken ? rx_bounce_max_ - taken : 0;
+  c.grant_out = static_cast<uint32_t>(
+      std::min<uint64_t>(attr_.credits, std::max<uint64_t>(room, kMinGrant)));
+  c.grant_held = true;
+  rx_granted_ += c.grant_out;
+  ++stats_.grants;
+  if (c.grant_out < attr_.credits) ++stats_.grants_reduced;
+  return c.grant_out;
+}
+
+void Endpoint::ReleaseGrant(uint32_t peer) {
+  PeerCredits& c = conns_[peer].credits;
+  if (!c.grant_held) return;
+  c.grant_held = false;
+  rx_granted_ -= c.grant_out;
+  --rx_granted_peers_;
+}
+
 void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
                         const wire::CmMessage* cm) {
   Peer& p = conns_[peer];
   const PeerState was = p.state;
   p.state = PeerState::kFailed;
+  ReleaseGrant(peer);  // Its QP takes no more of our buffers.
   if (attr_.type == EndpointType::kMsg && !listener_ &&
       !conns_.msg().shutdown && was != PeerState::kFailed) {
     const uint8_t* data = cm ? cm->data : nullptr;

@@ -35,39 +35,6 @@ namespace {
 
 namespace tp = ::softfab::transport;
 
-// Sends `size` bytes from node `from` to node `to` (tag 9) and expects them
-// whole at the receiver and the send completed without error.
-void ExpectDelivered(Cluster& c, int from, int to, size_t size) {
-  SCOPED_TRACE(std::to_string(size) + " bytes " + std::to_string(from) +
-               " -> " + std::to_string(to));
-  const std::vector<uint8_t> out = Pattern(size, static_cast<int>(size));
-  std::vector<uint8_t> in(size, 0);
-  iovec riov, siov;
-  ASSERT_TRUE(
-      c[to].ep->Recv(TRecv(in.data(), size, 9, 0, nullptr, &riov)).ok());
-  ASSERT_TRUE(
-      c[from]
-          .ep
-          ->Send(TSend(out.data(), size, c[from].addr[to], 9, nullptr, &siov))
-          .ok());
-  core::CqEntry e;
-  int n = c.ReadOne(to, &e);
-  if (n == -core::CompletionQueue::kErrAvail) {
-    core::CqErrEntry x;
-    ASSERT_TRUE(c[to].cq->ReadError(&x).ok());
-    FAIL() << "receive failed: err " << x.err << " prov " << x.prov_errno;
-  }
-  ASSERT_EQ(n, 1);
-  EXPECT_EQ(in, out);
-  n = c.ReadOne(from, &e);
-  if (n == -core::CompletionQueue::kErrAvail) {
-    core::CqErrEntry x;
-    ASSERT_TRUE(c[from].cq->ReadError(&x).ok());
-    FAIL() << "send failed: err " << x.err << " prov " << x.prov_errno;
-  }
-  EXPECT_EQ(n, 1);
-}
-
 TEST(ConnectionSetupTest, PortsOfDifferentMtusConnectAtTheSmaller) {
   for (const bool small_first : {false, true}) {
     SCOPED_TRACE(small_first ? "1024-byte port connects" : "4096 connects");

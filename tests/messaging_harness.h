@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/sim/sim_fabric.h"
@@ -14,6 +15,7 @@
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
 #include "core/flags.h"
+#include "tests/test_pattern.h"
 
 namespace softfab::testing {
 
@@ -114,6 +116,39 @@ inline core::RecvArgs TRecv(void* buf, size_t len, uint64_t tag,
   a.context = context;
   a.tagged = true;
   return a;
+}
+
+// Sends `size` bytes from node `from` to node `to` (tag 9) and expects them
+// whole at the receiver and the send completed without error.
+inline void ExpectDelivered(Cluster& c, int from, int to, size_t size) {
+  SCOPED_TRACE(std::to_string(size) + " bytes " + std::to_string(from) +
+               " -> " + std::to_string(to));
+  const std::vector<uint8_t> out = Pattern(size, static_cast<int>(size));
+  std::vector<uint8_t> in(size, 0);
+  iovec riov, siov;
+  ASSERT_TRUE(
+      c[to].ep->Recv(TRecv(in.data(), size, 9, 0, nullptr, &riov)).ok());
+  ASSERT_TRUE(
+      c[from]
+          .ep
+          ->Send(TSend(out.data(), size, c[from].addr[to], 9, nullptr, &siov))
+          .ok());
+  core::CqEntry e;
+  int n = c.ReadOne(to, &e);
+  if (n == -core::CompletionQueue::kErrAvail) {
+    core::CqErrEntry x;
+    ASSERT_TRUE(c[to].cq->ReadError(&x).ok());
+    FAIL() << "receive failed: err " << x.err << " prov " << x.prov_errno;
+  }
+  ASSERT_EQ(n, 1);
+  EXPECT_EQ(in, out);
+  n = c.ReadOne(from, &e);
+  if (n == -core::CompletionQueue::kErrAvail) {
+    core::CqErrEntry x;
+    ASSERT_TRUE(c[from].cq->ReadError(&x).ok());
+    FAIL() << "send failed: err " << x.err << " prov " << x.prov_errno;
+  }
+  EXPECT_EQ(n, 1);
 }
 
 }  // namespace softfab::testing
