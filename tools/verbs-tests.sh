@@ -35,6 +35,7 @@ suites=(
   "peer_death_test:tests/peer_death_test:PeerDeathTest.*:*/verbs"
   "defects_test:tests/defects_test:*/verbs"
   "class_of_service_test:tests/class_of_service_test:*/verbs"
+  "incast_test:tests/incast_test:*/verbs"
   "fork_test:tests/fork_test:*/verbs"
   "fabtests_unit_test:tests/fabtests/unit/fabtests_unit_test:*/verbs"
   "verbs_test:api/verbs_test:*/Device:*RunsOnADevice*:SfvDeviceListTest.*"
