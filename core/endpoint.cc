@@ -77,10 +77,11 @@ Status Endpoint::Init() {
   const int32_t send_cqe = static_cast<int32_t>(send_depth + attr_.peers_max +
                                                 CmChannel::kBuffers + 64);
   // Receive buffers, added a window of `credits` at a time as connections
-  // need them: full windows for 16 peers, and kMinGrant more for every peer
-  // the endpoint may hold, so that the credits granted never exceed the
-  // buffers there are (GrantFor), whatever the number of peers.
-  const uint64_t wanted = uint64_t{attr_.credits} * 16 +
+  // need them: full windows for 16 peers (and one more, as GrantFor gives at
+  // most half of what is free), and kMinGrant more for every peer the
+  // endpoint may hold, so that the credits granted never exceed the buffers
+  // there are (GrantFor), whatever the number of peers.
+  const uint64_t wanted = uint64_t{attr_.credits} * 17 +
                           uint64_t{kMinGrant} * attr_.peers_max +
                           attr_.credits - 1;
   const uint64_t srq_max = static_cast<uint64_t>(dev.max_srq_wr);

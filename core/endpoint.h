@@ -388,10 +388,10 @@ class Endpoint final : public RxClient {
   // waits in rx_unposted_ for the next progress.
   void RepostOrKeep(uint32_t index);
   // The credits we grant `peer` (decided once, in its first CM message that
-  // carries a grant): `credits` while the buffers for a full window remain
-  // beyond kMinGrant for every other peer the endpoint may yet hold, else
-  // what is left, never below kMinGrant. Held against the buffers until the
-  // peer fails (ReleaseGrant).
+  // carries a grant): `credits`, or half of the buffers left beyond
+  // kMinGrant for every other peer the endpoint may yet hold if that is less,
+  // never below kMinGrant. Held against the buffers until the peer fails
+  // (ReleaseGrant).
   uint32_t GrantFor(uint32_t peer);
   void ReleaseGrant(uint32_t peer);
 

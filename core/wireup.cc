@@ -347,18 +347,21 @@ uint32_t Endpoint::GrantFor(uint32_t peer) {
   if (c.grant_out != 0) return c.grant_out;
   ++rx_granted_peers_;
   // Buffers kept back for the peers that may still come, kMinGrant each, as
-  // far as the SRQ holds them beyond 16 full windows (a device whose SRQ is
+  // far as the SRQ holds them beyond 17 full windows (a device whose SRQ is
   // too small for peers_max x kMinGrant backs the first peers' grants only).
   const uint64_t full =
-      std::min<uint64_t>(rx_bounce_max_, uint64_t{attr_.credits} * 16);
+      std::min<uint64_t>(rx_bounce_max_, uint64_t{attr_.credits} * 17);
   const uint64_t reserve = std::min<uint64_t>(
       uint64_t{kMinGrant} *
           (attr_.peers_max - std::min(attr_.peers_max, rx_granted_peers_)),
       rx_bounce_max_ - full);
   const uint64_t taken = rx_granted_ + reserve;
   const uint64_t room = rx_bounce_max_ > taken ? rx_bounce_max_ - taken : 0;
-  c.grant_out = static_cast<uint32_t>(
-      std::min<uint64_t>(attr_.credits, std::max<uint64_t>(room, kMinGrant)));
+  // At most half of what is free, so that a pool smaller than the windows
+  // asked for is shared out (64, 32, 16, ... of 128) rather than given to
+  // the first peer whole.
+  c.grant_out = static_cast<uint32_t>(std::min<uint64_t>(
+      attr_.credits, std::max<uint64_t>(room / 2, kMinGrant)));
   c.grant_held = true;
   rx_granted_ += c.grant_out;
   ++stats_.grants;
