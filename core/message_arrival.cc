@@ -5,6 +5,7 @@
 // bound); and the endpoint's side of receiving (its checks on a receive, the
 // peer accounting of kept messages). Matching itself is the receive
 // context's (core/rx_context.h).
+#include <algorithm>
 #include <memory>
 #include <utility>
 
@@ -184,7 +185,7 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   Peer& p = conns_[peer];
   const bool credit_held = p.unexpected_buffered >= attr_.credits;
   if ((!r || buffered) && credit_held &&
-      p.unexpected_withheld >= p.credits.grant_out) {
+      p.unexpected_withheld >= std::max<uint32_t>(p.credits.grant_out, 1)) {
     // It would be kept, and the peer sent past its credits: memory stays
     // bounded, the message is dropped and counted (and not acknowledged).
     ++stats_.overrun_dropped;

@@ -169,15 +169,10 @@ Status Endpoint::SendCm(uint32_t peer, wire::CmType type) {
   m.psn = p.psn;
   m.credit_addr = conns_.credits().word_address(peer);
   m.credit_rkey = conns_.credits().word_rkey();
-  // The messages a connection is made with carry our grant; the others (a
-  // listener's, a disconnect's) the grant made, if any, else the default,
-  // which nobody reads from them.
-  const bool grants = type == wire::CmType::kRequest ||
-                      type == wire::CmType::kReply ||
-                      type == wire::CmType::kConnect;
-  m.credits = grants                     ? GrantFor(peer)
-              : p.credits.grant_out != 0 ? p.credits.grant_out
-                                         : attr_.credits;
+  // Our grant to the peer, the same in every message to it; a listener's
+  // (kPending, kReject) grants nothing and carries the default, which nobody
+  // reads from them.
+  m.credits = listener_ ? attr_.credits : GrantFor(peer);
   m.buffered_min = static_cast<uint32_t>(buffered_min_);
   // The initiator's id: its own for what it sends, echoed by the other side.
   const bool initiator =
