@@ -15,7 +15,7 @@ constexpr size_t kGrhBytes = 40;
 
 Status CmChannel::Register(tp::ProtectionDomain* pd, size_t mtu_bytes) {
   recv_slot_bytes_ = std::max(kSlotBytes, kGrhBytes + mtu_bytes);
-  buffers_.assign((recv_slot_bytes_ + kSlotBytes) * kBuffers, 0);
+  buffers_.AllocateZeroed((recv_slot_bytes_ + kSlotBytes) * kBuffers);
   auto mr = pd->RegMr(buffers_.data(), buffers_.size(), tp::kAccessLocalWrite);
   if (!mr.ok()) return mr.status();
   mr_ = *mr;

@@ -11,11 +11,9 @@ namespace softfab::core {
 
 namespace tp = ::softfab::transport;
 
-Status Credits::Register(tp::ProtectionDomain* pd, uint32_t peers_max,
-                         uint32_t per_peer) {
-  per_peer_ = per_peer;
-  words_.assign(peers_max, 0);
-  sources_.assign(peers_max, 0);
+Status Credits::Register(tp::ProtectionDomain* pd, uint32_t peers_max) {
+  words_.AllocateZeroed(peers_max);
+  sources_.AllocateZeroed(peers_max);
   auto words = pd->RegMr(words_.data(), words_.size() * 8,
                          tp::kAccessLocalWrite | tp::kAccessRemoteWrite);
   if (!words.ok()) return words.status();
@@ -34,8 +32,8 @@ void Credits::Deregister() {
 
 void Credits::Return(PeerCredits& c, uint32_t peer) {
   ++c.freed;
-  const uint64_t batch =
-      std::max<uint64_t>(1, (c.grant_out != 0 ? c.grant_out : per_peer_) / 4);
+  // Only a connected peer's buffers are freed: its grant is decided.
+  const uint64_t batch = std::max<uint64_t>(1, c.grant_out / 4);
   if (!c.write_pending && c.freed - c.freed_written >= batch) {
     c.write_pending = true;
     due_.push_back(peer);

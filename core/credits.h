@@ -45,9 +45,9 @@ struct PeerCredits {
 class Credits {
  public:
   // Allocates and registers the words and sources of `peers_max` peers under
-  // `pd` (words first); `per_peer` is the grant of every connection.
+  // `pd` (words first).
   [[nodiscard]] Status Register(transport::ProtectionDomain* pd,
-                                uint32_t peers_max, uint32_t per_peer);
+                                uint32_t peers_max);
   // Releases both registrations (words first); the memory stays until the
   // object goes.
   void Deregister();
@@ -103,7 +103,6 @@ class Credits {
   // QP refused it (it stays due).
   bool PostWrite(uint32_t peer, PeerCredits* c, transport::QueuePair* qp);
 
-  uint32_t per_peer_ = 0;
   PinnedVector<uint64_t> words_;    // Written by peers.
   PinnedVector<uint64_t> sources_;  // What we write to them.
   transport::MemoryRegion* words_mr_ = nullptr;

@@ -22,7 +22,7 @@ Status Endpoint::InitDgram() {
       !s.ok()) {
     return s;
   }
-  dgram_rx_.assign(dgram_slot_bytes_ * attr_.rx_size, 0);
+  dgram_rx_.AllocateZeroed(dgram_slot_bytes_ * attr_.rx_size);
   auto rx =
       pd_->RegMr(dgram_rx_.data(), dgram_rx_.size(), tp::kAccessLocalWrite);
   if (!rx.ok()) return rx.status();

@@ -168,8 +168,7 @@ Status Endpoint::InitRdm() {
       !s.ok()) {
     return s;
   }
-  if (Status s = conns_.credits().Register(pd_, attr_.peers_max, attr_.credits);
-      !s.ok()) {
+  if (Status s = conns_.credits().Register(pd_, attr_.peers_max); !s.ok()) {
     return s;
   }
 

@@ -60,9 +60,8 @@ class PinnedVector {
   PinnedVector(const PinnedVector&) = delete;
   PinnedVector& operator=(const PinnedVector&) = delete;
 
-  // n elements, all zero (`zero` must be T{}: fresh pages are zero).
-  void assign(size_t n, const T& zero) {
-    (void)zero;
+  // Replaces the contents with n elements, all zero (fresh pages are).
+  void AllocateZeroed(size_t n) {
     Release();
     if (n == 0) return;
     data_ = PageAllocator<T>().allocate(n);

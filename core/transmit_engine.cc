@@ -16,9 +16,8 @@ Status TransmitEngine::RegisterSlots(transport::ProtectionDomain* pd,
                                      bool control) {
   slot_bytes_ = slot_bytes;
   slots_ = slots;
-  bounce_.assign(
-      slot_bytes * slots + (control ? wire::kHeaderBytes * kControlSlots : 0),
-      0);
+  bounce_.AllocateZeroed(slot_bytes * slots +
+                         (control ? wire::kHeaderBytes * kControlSlots : 0));
   auto mr = pd->RegMr(bounce_.data(), bounce_.size(), 0);
   if (!mr.ok()) return mr.status();
   mr_ = *mr;

@@ -648,7 +648,6 @@ class Server final : public FabricServer, public Sessions {
     }
     const uint64_t now = WallMs();
     bool any = false, outside = false, outside_long = true;
-    std::vector<pid_t> asleep;
     std::vector<Session*> sleepers;
     for (const auto& s : sessions_) {
       if (s->address_only) continue;           // no node: not in time
@@ -656,7 +655,6 @@ class Server final : public FabricServer, public Sessions {
       if (s->parked) {
         any = true;
       } else if (AsleepOutside(s.get(), now, /*fresh=*/false)) {
-        asleep.push_back(s->pid);
         sleepers.push_back(s.get());
       } else if (options_.outside_ms > 0 &&
                  now - s->last_heard_ms >= options_.outside_ms) {
@@ -671,8 +669,10 @@ class Server final : public FabricServer, public Sessions {
     // a sleeper seen asleep now, with quiet sockets below, cannot wake before
     // the fabric wakes someone. Look again at each: the answers above may be
     // up to a millisecond old.
+    std::vector<pid_t> asleep;
     for (Session* s : sleepers) {
       if (!AsleepOutside(s, now, /*fresh=*/true)) return Advancing::kNo;
+      asleep.push_back(s->pid);
     }
     // A sleeper with TCP bytes on their way between processes of the run is
     // about to wake (outside_processes.h): time waits for it.

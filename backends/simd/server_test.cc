@@ -116,53 +116,33 @@ class RawClient {
     return recv(fd_, buf.data(), buf.size(), 0) > 0;
   }
   // One call through the mailbox: the reply's status (an errno), or -1 when
-  // the daemon hung up instead.
-  // -2 when no reply came within 10 s.
-  int Call(Op op, const Request& req, Reply* reply = nullptr) {
+  // the daemon hung up instead, or -2 when no reply came within 10 s. With
+  // `spin`, the reply slot is watched without sleeping (no look at the
+  // socket between): calls as close together as a program's, so that the
+  // daemon spins between them.
+  int Call(Op op, const Request& req, Reply* reply = nullptr,
+           bool spin = false) {
     const auto deadline =
         std::chrono::steady_clock::now() + std::chrono::seconds(10);
     Message m(op, &req, sizeof req);
     Mailbox box(window_);
     if (box.PutRequest(++seq_, m.bytes().data(), m.bytes().size())) Ring();
-    std::vector<uint8_t> buf(kMessageBytesMax);
+    reply_buf_.resize(kMessageBytesMax);
     while (true) {
-      const long n = box.TakeReply(&seen_, buf.data());
+      const long n = box.TakeReply(&seen_, reply_buf_.data());
       if (n > 0) {
         Header h;
         Reply r;
         const uint8_t* tail = nullptr;
-        if (!Decode(buf.data(), static_cast<size_t>(n), &h, &r, &tail)) {
+        if (!Decode(reply_buf_.data(), static_cast<size_t>(n), &h, &r, &tail)) {
           return -1;
         }
         if (reply != nullptr) *reply = r;
         return r.status;
       }
-      if (HungUp(10)) return -1;
+      if (!spin && HungUp(10)) return -1;
       if (std::chrono::steady_clock::now() > deadline) return -2;
     }
-  }
-  // A call answered while we spin on the reply slot, without sleeping or
-  // allocating: calls as close together as a program's, so that the daemon
-  // spins between them. The reply's status, or -2 after a second.
-  int SpinCall(Op op, const Request& req) {
-    Message m(op, &req, sizeof req);
-    Mailbox box(window_);
-    if (box.PutRequest(++seq_, m.bytes().data(), m.bytes().size())) Ring();
-    reply_buf_.resize(kMessageBytesMax);
-    const auto deadline =
-        std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (std::chrono::steady_clock::now() < deadline) {
-      const long n = box.TakeReply(&seen_, reply_buf_.data());
-      if (n <= 0) continue;
-      Header h;
-      Reply r;
-      const uint8_t* tail = nullptr;
-      if (!Decode(reply_buf_.data(), static_cast<size_t>(n), &h, &r, &tail)) {
-        return -1;
-      }
-      return r.status;
-    }
-    return -2;
   }
   // Whether the daemon closed the connection within `ms` (a reset when it
   // closed with our doorbell still unread).
@@ -358,7 +338,7 @@ TEST(FabricDaemon, AProcessWokenOutsideTheFabricHoldsTimeAtOnce) {
     const auto until =
         std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
     while (std::chrono::steady_clock::now() < until) {
-      ASSERT_EQ(node1.SpinCall(Op::kRandom, Request{}), 0);
+      ASSERT_EQ(node1.Call(Op::kRandom, Request{}, nullptr, /*spin=*/true), 0);
     }
     ASSERT_EQ(write(wake[1], "w", 1), 1);
     // Parked with a deadline: an advance fires it and wakes us.
