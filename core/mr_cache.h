@@ -9,21 +9,28 @@
 //
 // The hazard every MR cache has: a cached registration keeps the *pages* it
 // pinned, so if the application unmaps a buffer and a later mapping reuses the
-// same addresses, a hit would send the old pages. libfabric and UCX watch
-// munmap with memory hooks; softfab has no such monitor, so the cache is off
-// unless the application turns it on (it promises not to unmap buffers it sent
-// from or received into, or calls Invalidate for them: sf_mr_reg and closing
-// an sf_mr invalidate their range). Off, Acquire registers and Release
-// deregisters, exactly as before.
+// same addresses, a hit would send the old pages. Given an UnmapMonitor, the
+// cache watches every range it keeps and forgets a registration once its
+// range is unmapped, released or moved (libfabric and UCX watch memory the
+// same way, with userfaultfd or hooks); a range the monitor cannot watch is
+// registered for that use only. Without a monitor the cache trusts the
+// application not to unmap buffers it sent from or received into (or to call
+// Invalidate for them: sf_mr_reg and closing an sf_mr invalidate their range).
+// Off, Acquire registers and Release deregisters.
 //
-// Not thread-safe (one per endpoint, used from its progress).
+// A registration refused with ENOMEM (the locked-memory limit) is tried once
+// more after every idle registration is given back.
+//
+// Not thread-safe (one per domain, used from its endpoints' progress).
 #ifndef SOFTFAB_CORE_MR_CACHE_H_
 #define SOFTFAB_CORE_MR_CACHE_H_
 
 #include <cstdint>
 #include <list>
 #include <map>
+#include <memory>
 
+#include "core/unmap_monitor.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -41,10 +48,15 @@ class MrCache {
     uint64_t misses = 0;  // registrations made
     uint64_t evictions = 0;
     uint64_t invalidations = 0;
+    uint64_t unmapped = 0;   // of the invalidations, seen by the monitor
+    uint64_t unwatched = 0;  // registrations not kept: range not watchable
+    uint64_t enomem_retries = 0;
   };
 
-  MrCache(transport::ProtectionDomain* pd, Options options)
-      : pd_(pd), options_(options) {}
+  // `monitor` (may be null) watches the ranges kept; see above.
+  MrCache(transport::ProtectionDomain* pd, Options options,
+          std::unique_ptr<UnmapMonitor> monitor = nullptr)
+      : pd_(pd), options_(options), monitor_(std::move(monitor)) {}
   MrCache(const MrCache&) = delete;
   MrCache& operator=(const MrCache&) = delete;
   // Deregisters everything; no registration may still be acquired.
@@ -64,6 +76,8 @@ class MrCache {
   const Stats& stats() const { return stats_; }
   uint64_t bytes_cached() const { return bytes_; }
   size_t entries() const { return by_start_.size(); }
+  bool enabled() const { return options_.enabled; }
+  bool watching() const { return monitor_ != nullptr; }
 
  private:
   struct Entry {
@@ -75,11 +89,20 @@ class MrCache {
     std::list<Entry*>::iterator lru;  // valid while idle
   };
 
+  // Forgets what the monitor saw unmapped since the last look.
+  void ApplyUnmaps();
   void Evict();
-  void Drop(Entry* e);
+  // `memory_changed`: the monitor saw its range unmapped, released or moved.
+  void Drop(Entry* e, bool memory_changed = false);
+  // Every live entry overlapping [start, end), unwatched or not.
+  template <typename Fn>
+  void ForOverlapping(uint64_t start, uint64_t end, Fn fn);
+  StatusOr<transport::MemoryRegion*> Register(uint64_t start, uint64_t len,
+                                              uint32_t access);
 
   transport::ProtectionDomain* pd_;
   Options options_;
+  std::unique_ptr<UnmapMonitor> monitor_;
   Stats stats_;
   uint64_t bytes_ = 0;
   // Live entries by start address (several may share a start).

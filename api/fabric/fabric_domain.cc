@@ -104,9 +104,18 @@ int sf_domain_open(sf_fabric* pub, int node, sf_domain** out, void* context) {
   d->device = *dev;
   d->pd = *pd;
   d->channel = *channel;
+  // The registration cache watches unmaps where it can; without that it is
+  // on only where the application promised (fabric.h, SF_VERBS_MR_CACHE).
+  using Mode = Fabric::MrCacheMode;
+  std::unique_ptr<core::UnmapMonitor> monitor;
+  if (f->mr_cache != Mode::kOff) {
+    auto opened = core::UnmapMonitor::Open();
+    if (opened.ok()) monitor = std::move(*opened);
+  }
   core::MrCache::Options cache;
-  cache.enabled = f->mr_cache;
-  d->mr_cache = std::make_unique<core::MrCache>(d->pd, cache);
+  cache.enabled = monitor != nullptr || f->mr_cache == Mode::kTrusted;
+  d->mr_cache =
+      std::make_unique<core::MrCache>(d->pd, cache, std::move(monitor));
   f->domains.push_back(d);
   *out = d;
   return 0;
@@ -146,6 +155,29 @@ int sf_mr_reg(sf_domain* pub, const void* buf, size_t len, uint64_t access,
 }
 
 void* sf_mr_desc(sf_mr* pub) { return AsMr(pub) ? pub : nullptr; }
+
+int sf_mr_cache_query(sf_domain* pub, sf_mr_cache_stats* out) {
+  Domain* d = AsDomain(pub);
+  if (d == nullptr || out == nullptr) {
+    return Fail(EINVAL, "domain and stats must be valid");
+  }
+  *out = sf_mr_cache_stats{};
+  if (!d->mr_cache) return 0;
+  const core::MrCache& c = *d->mr_cache;
+  const core::MrCache::Stats& s = c.stats();
+  out->enabled = c.enabled();
+  out->watching = c.watching();
+  out->hits = s.hits;
+  out->misses = s.misses;
+  out->evictions = s.evictions;
+  out->invalidations = s.invalidations;
+  out->unmapped = s.unmapped;
+  out->unwatched = s.unwatched;
+  out->enomem_retries = s.enomem_retries;
+  out->entries = c.entries();
+  out->bytes = c.bytes_cached();
+  return 0;
+}
 
 }  // extern "C"
 

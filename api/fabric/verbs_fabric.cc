@@ -3,6 +3,7 @@
 // against the devices present so a wrong setting fails here with a reason.
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "api/fabric/internal/backends.h"
@@ -25,15 +26,40 @@ verbs::VerbsOptions OptionsFrom(const sf_fabric_attr& attr) {
   return o;
 }
 
+// The registration cache's mode from the flags, else the environment; none
+// for a contradiction or an unknown value.
+std::optional<Fabric::MrCacheMode> MrCacheModeFrom(uint32_t flags) {
+  using Mode = Fabric::MrCacheMode;
+  const bool on = flags & SF_VERBS_MR_CACHE;
+  const bool off = flags & SF_VERBS_NO_MR_CACHE;
+  if (on && off) return std::nullopt;
+  if (on) return Mode::kTrusted;
+  if (off) return Mode::kOff;
+  const char* env = std::getenv("SOFTFAB_MR_CACHE");
+  if (env == nullptr) return Mode::kWatched;
+  if (std::string(env) == "1") return Mode::kTrusted;
+  if (std::string(env) == "0") return Mode::kOff;
+  return std::nullopt;
+}
+
 }  // namespace
 
 int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f) {
   if (attr.verbs_port < 0 || attr.verbs_port > 255) {
     return Fail(EINVAL, "verbs_port must be in [0, 255] (0: first active)");
   }
-  if ((attr.verbs_flags & ~(SF_VERBS_GID_INDEX | SF_VERBS_MR_CACHE)) != 0) {
+  constexpr uint32_t kFlags =
+      SF_VERBS_GID_INDEX | SF_VERBS_MR_CACHE | SF_VERBS_NO_MR_CACHE;
+  if ((attr.verbs_flags & ~kFlags) != 0) {
     return Fail(EINVAL,
-                "verbs_flags: SF_VERBS_GID_INDEX and SF_VERBS_MR_CACHE only");
+                "verbs_flags: SF_VERBS_GID_INDEX, SF_VERBS_MR_CACHE and "
+                "SF_VERBS_NO_MR_CACHE only");
+  }
+  auto cache = MrCacheModeFrom(attr.verbs_flags);
+  if (!cache.has_value()) {
+    return Fail(EINVAL,
+                "SF_VERBS_MR_CACHE and SF_VERBS_NO_MR_CACHE together, or "
+                "SOFTFAB_MR_CACHE neither 0 nor 1");
   }
   if ((attr.verbs_flags & SF_VERBS_GID_INDEX) && attr.verbs_gid_index < 0) {
     return Fail(EINVAL, "verbs_gid_index must be >= 0");
@@ -50,9 +76,7 @@ int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f) {
   options.device_name = (*probe)->name();
   options.port = (*probe)->physical_port();
   options.gid_index = (*probe)->gid_index();
-  const char* env_cache = std::getenv("SOFTFAB_MR_CACHE");
-  f->mr_cache = (attr.verbs_flags & SF_VERBS_MR_CACHE) ||
-                (env_cache != nullptr && std::string(env_cache) == "1");
+  f->mr_cache = *cache;
   f->backend = verbs::CreateVerbsBackend(options);
   return 0;
 }

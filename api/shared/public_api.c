@@ -39,6 +39,7 @@ __attribute__((used)) static void (*const kPublicApi[])(void) = {
     (void (*)(void)) & sf_injectdata,
     (void (*)(void)) & sf_last_error,
     (void (*)(void)) & sf_listen,
+    (void (*)(void)) & sf_mr_cache_query,
     (void (*)(void)) & sf_mr_desc,
     (void (*)(void)) & sf_mr_reg,
     (void (*)(void)) & sf_passive_ep,

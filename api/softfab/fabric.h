@@ -154,13 +154,19 @@ enum sf_backend {
 #define SF_VERBS_GID_INDEX                          \
   (1u << 0) /* use verbs_gid_index, not the default \
              */
-/* Keep the registrations softfab makes of user buffers (rendezvous sends and
- * the buffers they land in) for reuse, up to 256 regions or 1 GiB idle per
- * domain (also: environment SOFTFAB_MR_CACHE=1). A cached registration pins
- * the pages it was made on: only turn it on if buffers passed to softfab are
- * not unmapped and remapped while softfab may still hold them (sf_mr_reg and
- * closing an sf_mr drop what overlaps their range). */
+/* The registrations softfab makes of user buffers (rendezvous sends and the
+ * buffers they land in) are kept for reuse, up to 256 regions or 1 GiB idle
+ * per domain, wherever softfab can watch the buffer's memory for munmap,
+ * madvise(DONTNEED) and mremap (Linux userfaultfd): a watched buffer that is
+ * unmapped is registered afresh the next time. This is the default. Where
+ * userfaultfd is unavailable (a seccomp filter, or a kernel before 5.11 for
+ * an unprivileged process) nothing is kept, unless SF_VERBS_MR_CACHE says
+ * the application promises not to unmap and remap buffers while softfab may
+ * hold them (sf_mr_reg and closing an sf_mr drop what overlaps their range).
+ * SF_VERBS_NO_MR_CACHE: keep nothing. Environment: SOFTFAB_MR_CACHE=1 is
+ * SF_VERBS_MR_CACHE, SOFTFAB_MR_CACHE=0 is SF_VERBS_NO_MR_CACHE. */
 #define SF_VERBS_MR_CACHE (1u << 1)
+#define SF_VERBS_NO_MR_CACHE (1u << 2)
 
 /* Which real device the simulated HCA behaves like where devices differ
  * (backends/sim/README.md, "Device personalities"). */
@@ -229,6 +235,24 @@ int sf_mr_reg(struct sf_domain* domain, const void* buf, size_t len,
               uint64_t access, uint64_t offset, uint64_t requested_key,
               uint64_t flags, struct sf_mr** mr, void* context);
 void* sf_mr_desc(struct sf_mr* mr);
+
+/* The registration cache of a domain (SF_VERBS_MR_CACHE): whether it keeps
+ * registrations, whether it watches unmaps, and its counters so far. */
+struct sf_mr_cache_stats {
+  int enabled;             /* registrations are kept for reuse */
+  int watching;            /* ...and unmaps of their memory are watched */
+  uint64_t hits;           /* transfers served by a kept registration */
+  uint64_t misses;         /* registrations made */
+  uint64_t evictions;      /* idle ones given back for room */
+  uint64_t invalidations;  /* forgotten: sf_mr_reg, sf_close, unmaps */
+  uint64_t unmapped;       /* of those, seen unmapped, released or moved */
+  uint64_t unwatched;      /* made for one use: the range can't be watched */
+  uint64_t enomem_retries; /* ENOMEM, idle ones given back, tried again */
+  uint64_t entries;        /* kept now */
+  uint64_t bytes;          /* bytes kept now */
+};
+int sf_mr_cache_query(struct sf_domain* domain,
+                      struct sf_mr_cache_stats* stats);
 
 /* ---- Address vector (FI_AV_TABLE) ---- */
 struct sf_av_attr {

@@ -79,9 +79,13 @@ struct Fabric : sf_fabric {
   // The in-process simulator behind `backend` when there is one, for the
   // simulator's C++ extension alone (api/sim/sim_api.h: sf_sim_fabric).
   softfab::sim::SimFabric* sim_extension = nullptr;
-  // Registrations the protocol makes of user buffers are cached
-  // (SF_VERBS_MR_CACHE or SOFTFAB_MR_CACHE=1); off: one per operation.
-  bool mr_cache = false;
+  // Whether registrations the protocol makes of user buffers are kept
+  // (fabric.h, SF_VERBS_MR_CACHE): where unmaps are watched (the verbs
+  // default), also where they cannot be (the application's promise), or not
+  // at all (one registration per operation; the simulator, which reads live
+  // memory and charges nothing for registering).
+  enum class MrCacheMode { kOff, kWatched, kTrusted };
+  MrCacheMode mr_cache = MrCacheMode::kOff;
   // The class of service its endpoints' paths travel in (sf_fabric_attr's
   // traffic_class, service_level, pkey_index, or the environment).
   ClassOfService class_of_service;

@@ -5,8 +5,9 @@
 // earlier send (a registration of the old pages) may be used for the new
 // one. RDM and MSG, below and above the eager size (where softfab registers
 // the user's buffer itself).
-// Not covered: the same with SF_VERBS_MR_CACHE on, which fabric.h documents
-// as unsafe for buffers that are unmapped and remapped.
+// On verbs the registration cache is on by default and watches unmaps, so
+// this is also its test (tests/registration_cache_test asks for the same
+// addresses with MAP_FIXED and counts what the cache did).
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 

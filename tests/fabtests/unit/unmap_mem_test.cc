@@ -3,9 +3,8 @@
 // and unmaps it (MADV_DONTNEED, munmap); every message arrives with the new
 // mapping's bytes, never stale pages a registration kept. Eager and
 // rendezvous sizes (the latter has softfab register the user's buffer for
-// the peer's READ). With SF_VERBS_MR_CACHE the verbs backend keeps such
-// registrations and documents that buffers must not be remapped: that mode
-// is left out, as fabtests leaves out providers without a memory monitor.
+// the peer's READ). On verbs the registration cache keeps such
+// registrations by default and watches unmaps, so this runs with it on.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
