@@ -647,6 +647,17 @@ int main(int argc, char** argv) {
     std::string err;
     (void)oob.Barrier(o.timeout_ms, &err);  // the peer's last pong is in
   }
+  if (o.no_desc) {  // what the registration cache did for this process
+    sf_mr_cache_stats c{};
+    if (sf_mr_cache_query(me->domain, &c) == 0) {
+      std::printf("registration cache: %s, %" PRIu64 " hits, %" PRIu64
+                  " registrations, %" PRIu64 " seen unmapped\n",
+                  !c.enabled   ? "off"
+                  : c.watching ? "on, watching unmaps"
+                               : "on, unwatched",
+                  c.hits, c.misses, c.unmapped);
+    }
+  }
   std::printf("%s\n", ok ? "pingpong: all messages arrived with their bytes"
                          : "pingpong: FAILED");
   return ok ? 0 : 1;
