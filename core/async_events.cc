@@ -240,9 +240,9 @@ const char* Endpoint::RefusalFor(int prov_errno) {
 const char* Endpoint::BrokenReason(int prov_errno) {
   switch (prov_errno) {
     case kProvQpFatal:
-      return "the endpoint is unusable: the device put its connection "
-             "manager's queue pair in error (SF_PROV_QP_FATAL); close it and "
-             "open another";
+      return "the endpoint is unusable: the device put its datagram queue "
+             "pair (the connection manager's; a DGRAM endpoint's data) in "
+             "error (SF_PROV_QP_FATAL); close it and open another";
     case kProvCqError:
       return "the endpoint is unusable: one of its completion queues failed "
              "(SF_PROV_CQ_ERROR); close it and open another";
