@@ -236,19 +236,56 @@ std::string Sentence(sf_cq* cq, int prov_errno) {
   return sf_cq_strerror(cq, prov_errno, nullptr, buf, sizeof buf);
 }
 
+// A timed fault of `kind` at `t_ns` on node 0 (its port, or with `qp_num`
+// its QP).
+sim::TimedFault Node0Fault(sim::TimedFaultKind kind, uint64_t t_ns,
+                           uint32_t qp_num = 0) {
+  sim::TimedFault f;
+  f.kind = kind;
+  f.time_ns = t_ns;
+  f.node = 0;
+  f.qp_num = qp_num;
+  return f;
+}
+sim::FaultPlan Plan(std::vector<sim::TimedFault> faults) {
+  sim::FaultPlan plan;
+  plan.timed_faults = std::move(faults);
+  return plan;
+}
+
+// Every send of `outcomes` completed in error (SF_EIO) naming `prov_errno`,
+// within the bound of `fault_ns`; prints when (virtual time).
+void ExpectAllFailed(const std::vector<Outcome>& outcomes, int prov_errno,
+                     uint64_t fault_ns, const char* fault) {
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    ASSERT_TRUE(o.done) << "send " << i << " never completed";
+    EXPECT_EQ(o.err, SF_EIO) << i;
+    EXPECT_EQ(o.prov_errno, prov_errno) << i;
+    EXPECT_LE(o.at_ns - fault_ns, kBoundNs) << i;
+    std::printf("send %zu failed %.3f ms after %s, prov_errno %d\n", i,
+                (o.at_ns - fault_ns) / 1e6, fault, o.prov_errno);
+  }
+}
+
+// A send from node 0 to node 1 is refused, the reason naming `cause`.
+void ExpectSendRefused(TwoNodes& t, const char* cause) {
+  uint8_t payload[64] = {};
+  EXPECT_EQ(sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7,
+                     nullptr),
+            -SF_EHOSTUNREACH);
+  EXPECT_NE(std::string(sf_last_error()).find(cause), std::string::npos)
+      << sf_last_error();
+}
+
 // Node 0's port goes down for good once the connection is up; sends posted
 // then exhaust their retries. An error event says so at once, and every
 // failed send names the port, within the bound.
 TEST(AsyncEventsTest, PortDownIsAnEqErrorAndNamesTheFailedSends) {
   constexpr uint64_t kDownNs = 20'000'000;
-  sim::TimedFault down;
-  down.kind = sim::TimedFaultKind::kLinkDown;
-  down.time_ns = kDownNs;
-  down.node = 0;
-  sim::FaultPlan faults;
-  faults.timed_faults = {down};
   TwoNodes t;
-  ASSERT_NO_FATAL_FAILURE(t.Open(faults));
+  ASSERT_NO_FATAL_FAILURE(
+      t.Open(Plan({Node0Fault(sim::TimedFaultKind::kLinkDown, kDownNs)})));
   ASSERT_NO_FATAL_FAILURE(t.Connect(kDownNs));
   t.RunUntil(kDownNs);
   constexpr int kSends = 4;
@@ -264,17 +301,7 @@ TEST(AsyncEventsTest, PortDownIsAnEqErrorAndNamesTheFailedSends) {
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kDownNs + 5 * kBoundNs, &events);
   // Every send failed once, naming the port, within the bound.
-  for (int i = 0; i < kSends; ++i) {
-    const Outcome& o = outcomes[i];
-    ASSERT_TRUE(o.done) << "send " << i << " never completed";
-    EXPECT_EQ(o.err, SF_EIO) << i;
-    EXPECT_EQ(o.prov_errno, SF_PROV_PORT_DOWN) << i;
-    EXPECT_LE(o.at_ns - kDownNs, kBoundNs) << i;
-    std::printf(
-        "send %d failed %.3f ms after the port went down, prov_errno "
-        "%d\n",
-        i, (o.at_ns - kDownNs) / 1e6, o.prov_errno);
-  }
+  ExpectAllFailed(outcomes, SF_PROV_PORT_DOWN, kDownNs, "the port went down");
   ASSERT_TRUE(t.eq_bound());
   ASSERT_FALSE(events.empty()) << "no error event for the port";
   const sf_eq_err_entry& x = events.front().first;
@@ -288,12 +315,7 @@ TEST(AsyncEventsTest, PortDownIsAnEqErrorAndNamesTheFailedSends) {
   const std::string s = Sentence(t[0].cq, x.prov_errno);
   EXPECT_NE(s.find("port"), std::string::npos) << s;
   // The peer is gone; a later send is refused, naming why.
-  EXPECT_EQ(sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7,
-                     nullptr),
-            -SF_EHOSTUNREACH);
-  EXPECT_NE(std::string(sf_last_error()).find("SF_PROV_PORT_DOWN"),
-            std::string::npos)
-      << sf_last_error();
+  ExpectSendRefused(t, "SF_PROV_PORT_DOWN");
 }
 
 // The port goes down for less than the retry budget while sends are under
@@ -302,17 +324,10 @@ TEST(AsyncEventsTest, PortDownIsAnEqErrorAndNamesTheFailedSends) {
 TEST(AsyncEventsTest, PortFlapShorterThanTheRetriesLosesNothing) {
   constexpr uint64_t kDownNs = 20'000'000;
   constexpr uint64_t kUpNs = kDownNs + 100'000'000;  // < the 470 ms budget
-  sim::TimedFault down;
-  down.kind = sim::TimedFaultKind::kLinkDown;
-  down.time_ns = kDownNs;
-  down.node = 0;
-  sim::TimedFault up = down;
-  up.kind = sim::TimedFaultKind::kLinkUp;
-  up.time_ns = kUpNs;
-  sim::FaultPlan faults;
-  faults.timed_faults = {down, up};
   TwoNodes t;
-  ASSERT_NO_FATAL_FAILURE(t.Open(faults));
+  ASSERT_NO_FATAL_FAILURE(
+      t.Open(Plan({Node0Fault(sim::TimedFaultKind::kLinkDown, kDownNs),
+                   Node0Fault(sim::TimedFaultKind::kLinkUp, kUpNs)})));
   ASSERT_NO_FATAL_FAILURE(t.Connect(kDownNs));
   t.RunUntil(kDownNs);
   constexpr int kSends = 4;
@@ -345,14 +360,7 @@ TEST(AsyncEventsTest, PortFlapShorterThanTheRetriesLosesNothing) {
 // The fault plan forcing node 0's queue pair to node 1 into the error state
 // at `t_ns` (a QP_FATAL event on node 0).
 sim::FaultPlan QpErrorAt(uint64_t t_ns) {
-  sim::TimedFault qp_error;
-  qp_error.kind = sim::TimedFaultKind::kQpError;
-  qp_error.time_ns = t_ns;
-  qp_error.node = 0;
-  qp_error.qp_num = kRcQpOfNode0;
-  sim::FaultPlan faults;
-  faults.timed_faults = {qp_error};
-  return faults;
+  return Plan({Node0Fault(sim::TimedFaultKind::kQpError, t_ns, kRcQpOfNode0)});
 }
 
 // Node 0's queue pair to node 1 fails while four rendezvous sends wait for
@@ -381,28 +389,16 @@ TEST(AsyncEventsTest, QpFatalFailsSendsWaitingForThePeer) {
   t.RunUntil(kFaultNs);
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kFaultNs + 2 * kBoundNs, &events);
-  for (int i = 0; i < kSends; ++i) {
-    const Outcome& o = outcomes[i];
-    ASSERT_TRUE(o.done) << "send " << i << " still waits "
-                        << (t.NowNs() - kFaultNs) / 1e6
+  for (const Outcome& o : outcomes) {
+    ASSERT_TRUE(o.done) << "a send still waits " << (t.NowNs() - kFaultNs) / 1e6
                         << " ms after its queue pair failed";
-    EXPECT_EQ(o.err, SF_EIO) << i;
-    EXPECT_EQ(o.prov_errno, SF_PROV_QP_FATAL) << i;
-    EXPECT_LE(o.at_ns - kFaultNs, kBoundNs) << i;
-    std::printf("send %d failed %.3f ms after the QP error, prov_errno %d\n", i,
-                (o.at_ns - kFaultNs) / 1e6, o.prov_errno);
   }
+  ExpectAllFailed(outcomes, SF_PROV_QP_FATAL, kFaultNs, "the QP error");
   // A connection's failure is no endpoint-wide error: no event.
   EXPECT_TRUE(events.empty());
   const std::string s = Sentence(t[0].cq, SF_PROV_QP_FATAL);
   EXPECT_NE(s.find("queue pair"), std::string::npos) << s;
-  uint8_t small[64] = {};
-  EXPECT_EQ(
-      sf_tsend(t[0].ep, small, sizeof small, nullptr, t[0].peer, 9, nullptr),
-      -SF_EHOSTUNREACH);
-  EXPECT_NE(std::string(sf_last_error()).find("SF_PROV_QP_FATAL"),
-            std::string::npos)
-      << sf_last_error();
+  ExpectSendRefused(t, "SF_PROV_QP_FATAL");
 }
 
 // Eager sends in flight when the queue pair fails are flushed by the device
@@ -425,18 +421,7 @@ TEST(AsyncEventsTest, QpFatalNamesTheFlushedSends) {
   }
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kFaultNs + 2 * kBoundNs, &events);
-  for (int i = 0; i < kSends; ++i) {
-    const Outcome& o = outcomes[i];
-    ASSERT_TRUE(o.done) << i;
-    EXPECT_EQ(o.err, SF_EIO) << i;
-    EXPECT_EQ(o.prov_errno, SF_PROV_QP_FATAL) << i;
-    EXPECT_LE(o.at_ns - kFaultNs, kBoundNs) << i;
-  }
-  std::printf(
-      "%d flushed sends failed %.3f ms after the QP error, prov_errno "
-      "%d\n",
-      kSends, (outcomes.back().at_ns - kFaultNs) / 1e6,
-      outcomes.back().prov_errno);
+  ExpectAllFailed(outcomes, SF_PROV_QP_FATAL, kFaultNs, "the QP error");
 }
 
 }  // namespace
