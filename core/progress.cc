@@ -16,8 +16,9 @@ constexpr int kPollBatch = 32;
 }  // namespace
 
 void Endpoint::Progress() {
-  // At most once per millisecond of the device's clock: a read of the clock
-  // is all it costs otherwise.
+  // When one is pending, where the device can tell cheaply (a simulator),
+  // else at most once per millisecond of its clock: otherwise a look at a
+  // flag or the clock is all it costs.
   if (attr_.async_events != nullptr) attr_.async_events->Poll();
   // A member array: a local one would be zeroed on every call.
   tp::WorkCompletion* wc = wc_.data();
