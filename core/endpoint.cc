@@ -34,8 +34,12 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
       attr.rc_timeout > 31) {
     return InvalidArgument("endpoint attributes out of range");
   }
+  if (attr.async_events != nullptr && attr.async_events->device() != device) {
+    return InvalidArgument("the async event reader is another device's");
+  }
   std::unique_ptr<Endpoint> ep(new Endpoint(device, pd, attr));
   if (Status s = ep->Init(); !s.ok()) return s;
+  if (attr.async_events != nullptr) attr.async_events->Join(ep.get());
   return ep;
 }
 
@@ -189,6 +193,7 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
     attr.cm_retry_ns = like->cm_retry_ns;
     attr.cm_retries_max = like->cm_retries_max;
     attr.class_of_service = like->class_of_service;
+    attr.async_events = like->async_events;
   }
   attr.type = EndpointType::kMsg;
   attr.tx_size = 1;
@@ -203,6 +208,7 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
 }
 
 Endpoint::~Endpoint() {
+  if (attr_.async_events != nullptr) attr_.async_events->Leave(this);
   for (CompletionQueue* cq : {tx_cq_, rx_cq_}) {
     if (cq) cq->progress_sources().Remove(this);
   }

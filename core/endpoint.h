@@ -45,6 +45,9 @@
 //   buffered receives.
 // - dgram.cc: FI_EP_DGRAM over the UD QP.
 // - progress.cc: CQ polling and dispatch, timers, queued work.
+// - async_events.{h,cc}: the device's asynchronous events (QP fatal, port
+//   down, CQ error, device fatal, ...), read for every endpoint on the device
+//   and handled by the one they concern.
 //
 // Not thread-safe: the owner serialises calls (manual progress).
 #ifndef SOFTFAB_CORE_ENDPOINT_H_
@@ -63,6 +66,7 @@
 #include <vector>
 
 #include "core/address_vector.h"
+#include "core/async_events.h"
 #include "core/completion_queue.h"
 #include "core/connection_table.h"
 #include "core/credits.h"
@@ -130,6 +134,11 @@ struct EndpointAttr {
   // Where the endpoint's transport CQs raise events for a sleeping waiter
   // (ArmCompletions); null: no channel (the simulator, busy polling).
   transport::CompletionChannel* channel = nullptr;
+  // The reader of the device's asynchronous events (core/async_events.h),
+  // shared by every endpoint on the device and outliving them; null: the
+  // events are not read (a QP the device fails is noticed by its flushed
+  // completions alone, a port down not at all).
+  AsyncEventDispatcher* async_events = nullptr;
 };
 
 // desc[i], when given, is the registration covering iov[i] (the API layer
@@ -243,6 +252,12 @@ class Endpoint final : public RxClient {
   // nothing), then sleeps on the channel's fd. EINVAL without a channel.
   [[nodiscard]] Status ArmCompletions();
 
+  // An asynchronous event of the device, from the dispatcher
+  // (core/async_events.h says what each does). True when it concerns this
+  // endpoint: the QP, CQ or SRQ it names is ours, or it is the port's or
+  // the device's.
+  bool OnAsyncEvent(const transport::AsyncEvent& event);
+
   // ---- FI_EP_MSG: connection management (fi_cm(3)) ----
   // A listener (fi_passive_ep): receives connection requests and reports each
   // as a kEqConnReq event with a ConnRequest. Its name is the address to
@@ -258,6 +273,9 @@ class Endpoint final : public RxClient {
   // buffered receive's RecvContext::ep.
   void set_user_handle(void* handle) { user_handle_ = handle; }
   // fi_ep_bind / fi_pep_bind to an event queue (before connect or listen).
+  // Every endpoint type may bind one: FI_EP_MSG endpoints and listeners get
+  // their connection events there, and every endpoint its asynchronous
+  // errors (port down, its device or queues failing; core/async_events.h).
   Status BindEq(EventQueue* eq);
   // fi_listen.
   Status Listen();
@@ -441,6 +459,28 @@ class Endpoint final : public RxClient {
   // it on the event queue.
   void FailPeer(uint32_t peer, int err, int prov_errno,
                 const wire::CmMessage* cm = nullptr);
+  // The time an RC connection retries an unanswered packet before it fails
+  // (ack timeout x tries).
+  uint64_t RcRetryNs() const;
+
+  // Asynchronous events (async_events.cc).
+  // The peer whose RC QP is `qp_num`, connected or not.
+  std::optional<uint32_t> PeerOfQp(uint32_t qp_num) const;
+  // The endpoint can no longer be used (its CQ, SRQ, CM QP or device
+  // failed): an error event, every peer failed with `prov_errno`, and every
+  // later post refused (EIO, BrokenReason).
+  void Break(int prov_errno);
+  // The cause to report for a failure of `peer`'s connection that the
+  // transport reported as `prov_errno`: the device's event, read first,
+  // when one failed the connection (the flushed completions it leaves name
+  // none); kProvPortDown for a want of answers while the local port is down
+  // (or came up less than a retry time ago); else `prov_errno` unchanged.
+  int Explain(uint32_t peer, int prov_errno);
+  // The messages of refused posts: to a peer failed with `prov_errno`, and
+  // on an endpoint broken with it.
+  static const char* RefusalFor(int prov_errno);
+  static const char* BrokenReason(int prov_errno);
+
   // The address of the endpoint named `name` as this endpoint's port reaches
   // it, in the endpoint's class of service (core/internal/endpoint_common.h).
   transport::AhAttr AddressOf(const wire::Name& name) const;
@@ -475,6 +515,8 @@ class Endpoint final : public RxClient {
   transport::ProtectionDomain* pd_;
   EndpointAttr attr_;
   bool enabled_ = false;
+  // Why the endpoint can no longer be used (Break); 0 while it can.
+  int broken_cause_ = 0;
   wire::Name name_;
   transport::PortAttr port_{};
   // READs one of our QPs may have in flight / serve (the device's limits).

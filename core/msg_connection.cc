@@ -13,9 +13,6 @@
 namespace softfab::core {
 
 Status Endpoint::BindEq(EventQueue* eq) {
-  if (attr_.type != EndpointType::kMsg) {
-    return InvalidArgument("only FI_EP_MSG endpoints bind an event queue");
-  }
   if (eq == nullptr) return InvalidArgument("null event queue");
   if (eq_ != nullptr && eq_ != eq) {
     return InvalidArgument("an event queue is bound already");
@@ -64,6 +61,7 @@ Status Endpoint::CheckStartCm(const char* not_msg, const void* data,
   if (Status s = CheckCmData(data, len); !s.ok()) return s;
   if (eq_ == nullptr) return InvalidArgument("bind an event queue first");
   if (!enabled_) return Status(kErrOpBadState, "enable the endpoint first");
+  if (broken_cause_ != 0) return Status(EIO, BrokenReason(broken_cause_));
   if (!conns_.empty()) {
     return Status(kErrOpBadState, "connecting or connected already");
   }
@@ -323,7 +321,7 @@ void Endpoint::MsgTimers(uint64_t now) {
   // The acceptor repeats its reply until the connector confirms.
   if (now < p.retry_at_ns) return;
   if (++p.retries > attr_.cm_retries_max) {
-    FailPeer(0, ETIMEDOUT, kProvPeerUnreachable);
+    FailPeer(0, ETIMEDOUT, Explain(0, kProvPeerUnreachable));
     return;
   }
   ++stats_.cm_retries;

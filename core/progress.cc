@@ -1,4 +1,5 @@
-// Progress (rxm_cq.c's progress; manual progress, run by CQ reads): polls the
+// Progress (rxm_cq.c's progress; manual progress, run by CQ reads): reads the
+// device's asynchronous events when due (core/async_events.h), polls the
 // receive CQ while the user's receive CQ has room, then the send CQ, and
 // dispatches each completion; then the timers, the credit write-backs due and
 // the queued work of the peers on the busy list.
@@ -15,6 +16,10 @@ constexpr int kPollBatch = 32;
 }  // namespace
 
 void Endpoint::Progress() {
+  // When one is pending, where the device can tell cheaply (a simulator),
+  // else at most once per millisecond of its clock: otherwise a look at a
+  // flag or the clock is all it costs.
+  if (attr_.async_events != nullptr) attr_.async_events->Poll();
   // A member array: a local one would be zeroed on every call.
   tp::WorkCompletion* wc = wc_.data();
   // Receives first: they return credits and acks that sends wait for.
@@ -71,8 +76,10 @@ void Endpoint::Progress() {
       if (from) --conns_[*from].sq_outstanding;
       // A failed work request's cause is its own status, as the transport
       // reported it (a flushed one says WR_FLUSH_ERR: the first error
-      // completion of that connection names why it failed).
-      const int cause = static_cast<int>(wc[i].status);
+      // completion of that connection names why it failed), unless the
+      // device's events say more (Explain: a QP fatal, the port down).
+      int cause = static_cast<int>(wc[i].status);
+      if (cause != 0 && from) cause = Explain(*from, cause);
       if (kind == kWrRead) {
         OnReadWrDone(static_cast<uint32_t>(index), cause);
       } else if (kind == kWrTx) {

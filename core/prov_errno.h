@@ -37,7 +37,29 @@ inline constexpr int kProvEndpointClosed = kProvOwnBase + 10;
 inline constexpr int kProvPostRefused = kProvOwnBase + 11;
 // The peer speaks another version of softfab's connection protocol.
 inline constexpr int kProvCmVersion = kProvOwnBase + 12;
-inline constexpr int kProvOwnLast = kProvCmVersion;
+// Causes the device's asynchronous events name (core/async_events.h).
+// The connection's queue pair was put in the error state by the device
+// (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR, PATH_MIG_ERR).
+inline constexpr int kProvQpFatal = kProvOwnBase + 13;
+// The local port is down (PORT_ERR), or came back up less than an RC retry
+// time before the connection failed for want of answers.
+inline constexpr int kProvPortDown = kProvOwnBase + 14;
+// A completion queue of the endpoint failed (CQ_ERR: overrun).
+inline constexpr int kProvCqError = kProvOwnBase + 15;
+// The endpoint's shared receive queue failed (SRQ_ERR).
+inline constexpr int kProvSrqError = kProvOwnBase + 16;
+// The device failed as a whole (DEVICE_FATAL).
+inline constexpr int kProvDeviceFatal = kProvOwnBase + 17;
+// The port's LID or the GID the endpoint's name carries changed (LID_CHANGE,
+// GID_CHANGE): peers holding the old name no longer reach it.
+inline constexpr int kProvAddressChanged = kProvOwnBase + 18;
+inline constexpr int kProvOwnLast = kProvAddressChanged;
+
+// Whether `prov_errno` is one of the causes above that the device's
+// asynchronous events name (kept as a connection's cause once set).
+constexpr bool IsAsyncCause(int prov_errno) {
+  return prov_errno >= kProvQpFatal && prov_errno <= kProvAddressChanged;
+}
 
 // The cause an error number most often has, for an error entry whose
 // caller named none (0: no such default). ECONNREFUSED has two causes

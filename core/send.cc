@@ -15,6 +15,7 @@ namespace tp = ::softfab::transport;
 
 Status Endpoint::CheckPostable(const struct iovec* iov, size_t count) const {
   if (!enabled_) return InvalidArgument("endpoint is not enabled");
+  if (broken_cause_ != 0) return Status(EIO, BrokenReason(broken_cause_));
   if (count > kIovMax) return InvalidArgument("too many iov entries");
   if (count > 0 && iov == nullptr) return InvalidArgument("null iov");
   for (size_t i = 0; i < count; ++i) {
@@ -66,7 +67,7 @@ Status Endpoint::Send(const SendArgs& a) {
   const uint32_t peer = *peer_or;
   Peer& p = conns_[peer];
   if (p.state == PeerState::kFailed) {
-    return Status(EHOSTUNREACH, "connection to that peer failed");
+    return Status(EHOSTUNREACH, RefusalFor(p.failed_prov_errno));
   }
   const bool connected = CanSend(p);
   if (connected && (!p.waiting.empty() || conns_.AvailableCredits(p) == 0 ||

@@ -372,10 +372,20 @@ void Endpoint::ReleaseGrant(uint32_t peer) {
   --rx_granted_peers_;
 }
 
+uint64_t Endpoint::RcRetryNs() const {
+  return (uint64_t{4096} << attr_.rc_timeout) * (kRetryCount + 1);
+}
+
 void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
                         const wire::CmMessage* cm) {
   Peer& p = conns_[peer];
   const PeerState was = p.state;
+  if (was == PeerState::kFailed && IsAsyncCause(p.failed_prov_errno)) {
+    // The device's event named the cause: what fails after it (flushed
+    // work) failed because of it.
+    err = p.failed_err;
+    prov_errno = p.failed_prov_errno;
+  }
   p.state = PeerState::kFailed;
   ReleaseGrant(peer);  // Its QP takes no more of our buffers.
   if (attr_.type == EndpointType::kMsg && !listener_ &&
@@ -432,8 +442,8 @@ void Endpoint::RetryConnects(uint64_t now) {
     if (attr_.type == EndpointType::kRdm && p.state == PeerState::kConnected &&
         !p.ready && !p.waiting.empty()) {
       if (now >= p.retry_at_ns) {
-        FailPeer(i, EHOSTUNREACH,
-                 kProvPeerUnreachable);  // Accepted; the peer never spoke.
+        // Accepted; the peer never spoke.
+        FailPeer(i, EHOSTUNREACH, Explain(i, kProvPeerUnreachable));
       } else if (!p.deadline_armed) {
         p.deadline_armed = true;
         device_->ScheduleWakeup(p.retry_at_ns);
@@ -443,7 +453,7 @@ void Endpoint::RetryConnects(uint64_t now) {
     if (p.state != PeerState::kConnecting || now < p.retry_at_ns) continue;
     if (++p.retries > attr_.cm_retries_max) {
       FailPeer(i, attr_.type == EndpointType::kMsg ? ETIMEDOUT : EHOSTUNREACH,
-               kProvPeerUnreachable);
+               Explain(i, kProvPeerUnreachable));
       continue;
     }
     ++stats_.cm_retries;

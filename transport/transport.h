@@ -31,6 +31,7 @@
 #define SOFTFAB_TRANSPORT_TRANSPORT_H_
 
 #include <cstdint>
+#include <optional>
 
 #include "transport/status.h"
 
@@ -584,6 +585,13 @@ class Device {
   // blocking): EAGAIN when none is pending. Events are queued (bounded; the
   // oldest are kept) in the order raised.
   [[nodiscard]] virtual Status GetAsyncEvent(AsyncEvent* event) = 0;
+  // Whether GetAsyncEvent would find an event, where the backend can tell
+  // without a system call or a round trip: a simulated fabric from its own
+  // state (the same answer at the same point of every run). Empty where it
+  // cannot (a real device, whose events only a read of its async fd finds):
+  // a caller that asks often then calls GetAsyncEvent now and then, by the
+  // clock.
+  virtual std::optional<bool> AsyncEventPending() const { return std::nullopt; }
   // The clock that timestamps this device's events.
   virtual const Clock& clock() const = 0;
   // Asks to regain control at clock time `t_ns` even if nothing else happens

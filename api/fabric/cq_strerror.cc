@@ -30,6 +30,12 @@ static_assert(SF_PROV_NO_MEMORY == core::kProvNoMemory);
 static_assert(SF_PROV_ENDPOINT_CLOSED == core::kProvEndpointClosed);
 static_assert(SF_PROV_POST_REFUSED == core::kProvPostRefused);
 static_assert(SF_PROV_CM_VERSION == core::kProvCmVersion);
+static_assert(SF_PROV_QP_FATAL == core::kProvQpFatal);
+static_assert(SF_PROV_PORT_DOWN == core::kProvPortDown);
+static_assert(SF_PROV_CQ_ERROR == core::kProvCqError);
+static_assert(SF_PROV_SRQ_ERROR == core::kProvSrqError);
+static_assert(SF_PROV_DEVICE_FATAL == core::kProvDeviceFatal);
+static_assert(SF_PROV_ADDRESS_CHANGED == core::kProvAddressChanged);
 static_assert(SF_PROV_OWN_LAST == core::kProvOwnLast);
 
 // Indexed by work-completion status (ibv_wc_status numbering); [0] unused.
@@ -158,6 +164,30 @@ constexpr const char* kOwnSentences[SF_PROV_OWN_LAST - SF_PROV_OWN_BASE + 1] = {
     "connection protocol version: the peer runs a softfab release that "
     "speaks another version of the connection protocol and refused the "
     "connection; run the same release on both ends",
+    // SF_PROV_QP_FATAL
+    "queue pair fatal: the device put the connection's queue pair in the "
+    "error state on its own (an asynchronous QP fatal, request or access "
+    "error); the connection is gone; check the kernel log and the peer's "
+    "errors, then send again on a new endpoint",
+    // SF_PROV_PORT_DOWN
+    "port down: the local port lost its link while the connection waited "
+    "for answers; check the cable, the switch port and the network "
+    "interface (ip link), then send again once the port is active",
+    // SF_PROV_CQ_ERROR
+    "completion queue error: a completion queue of the endpoint in the "
+    "device failed (overrun); the endpoint is unusable: close it and open "
+    "another",
+    // SF_PROV_SRQ_ERROR
+    "shared receive queue error: the endpoint's receive queue in the device "
+    "failed; the endpoint is unusable: close it and open another",
+    // SF_PROV_DEVICE_FATAL
+    "device fatal: the RDMA device failed as a whole (a firmware or driver "
+    "reset); every endpoint on it is unusable: check the kernel log, close "
+    "the domain and open it again",
+    // SF_PROV_ADDRESS_CHANGED
+    "address changed: the port's LID or the GID in the endpoint's name "
+    "changed, so peers holding the old name cannot reach it; open a new "
+    "endpoint and exchange names again",
 };
 
 constexpr const char kNotCq[] =

@@ -50,6 +50,7 @@ typedef uint64_t sf_addr_t;
 #define SF_EINVAL 22
 #define SF_ENOSYS 38
 #define SF_ENOMSG 42
+#define SF_EADDRNOTAVAIL 99 /* an endpoint's name no longer fits its port */
 #define SF_ECONNRESET 104
 #define SF_ENETDOWN 100 /* verbs: the port is not active */
 #define SF_ENOTCONN 107
@@ -350,7 +351,11 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
  *    ... An operation the device flushed (5) carries 5, as ibv_wc_status
  *    and libfabric's verbs provider do: the first error completion of that
  *    connection names why it failed. Operations softfab had queued and
- *    never posted carry the connection's first cause.
+ *    never posted carry the connection's first cause. Where the device's
+ *    asynchronous events name the cause (SF_PROV_QP_FATAL,
+ *    SF_PROV_PORT_DOWN, ... below), every error completion of that
+ *    connection carries it, flushed ones included, since no work
+ *    completion names it.
  *  - SF_PROV_OWN_BASE + n: causes softfab's protocol finds itself, below.
  * 0: no cause beyond `err`. */
 #define SF_PROV_WC_LAST 21
@@ -383,7 +388,45 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
  * another softfab release) and refused the connection (err
  * SF_ECONNREFUSED). */
 #define SF_PROV_CM_VERSION (SF_PROV_OWN_BASE + 12)
-#define SF_PROV_OWN_LAST SF_PROV_CM_VERSION
+/* Causes named by the device's asynchronous events. softfab reads them for
+ * every endpoint while the program drives progress (reads a CQ or EQ, or
+ * waits in sf_cq_sread / sf_eq_sread): on the simulator at the first
+ * progress after the event, on a device at least once per millisecond of
+ * progress (sf_cq_sread wakes every 10 ms to run it), so each is reported
+ * well within one second or the RC retry time, whichever is longer.
+ * Endpoint-wide ones and port events are also error events (sf_eq_readerr)
+ * on the event queue bound to the endpoint, of any type (sf_ep_bind(ep,
+ * &eq->fid, 0)), with the endpoint's fid. */
+/* The device put the connection's queue pair in error (QP fatal, request or
+ * access error, path migration failure): the connection's operations fail
+ * (err SF_EIO), and sends to that peer are refused (-SF_EHOSTUNREACH). On a
+ * connection manager's queue pair the whole endpoint is unusable: an error
+ * event, every connection failed, every later post -SF_EIO. */
+#define SF_PROV_QP_FATAL (SF_PROV_OWN_BASE + 13)
+/* The local port went down (link lost). An error event with err
+ * SF_ENETDOWN; nothing is refused, and a link back within the RC retry
+ * budget loses nothing. A connection that fails for want of answers while
+ * the port is down, or within an RC retry time of its return, names this
+ * instead of its retries (12) or SF_PROV_PEER_UNREACHABLE. The port coming
+ * back up is not an event. */
+#define SF_PROV_PORT_DOWN (SF_PROV_OWN_BASE + 14)
+/* One of the endpoint's completion queues in the device failed (overrun):
+ * the endpoint is unusable (an error event with err SF_EIO, every
+ * connection failed, every later post -SF_EIO); close it. */
+#define SF_PROV_CQ_ERROR (SF_PROV_OWN_BASE + 15)
+/* The endpoint's shared receive queue in the device failed: as
+ * SF_PROV_CQ_ERROR. */
+#define SF_PROV_SRQ_ERROR (SF_PROV_OWN_BASE + 16)
+/* The device failed as a whole: every endpoint on it is unusable, as
+ * SF_PROV_CQ_ERROR; close the domain. */
+#define SF_PROV_DEVICE_FATAL (SF_PROV_OWN_BASE + 17)
+/* The port's LID, or the GID in the endpoint's name, changed: an error event
+ * with err SF_EADDRNOTAVAIL. Connections made go on; peers that insert the
+ * old name (sf_getname before the change) reach nothing: open a new
+ * endpoint and exchange names again. Other port events (P_Key table, subnet
+ * manager) change nothing and are not reported. */
+#define SF_PROV_ADDRESS_CHANGED (SF_PROV_OWN_BASE + 18)
+#define SF_PROV_OWN_LAST SF_PROV_ADDRESS_CHANGED
 
 /* fi_cq_strerror(3): a sentence for an error entry's prov_errno that names
  * the cause and what to check (for 13: the receiver had no receive posted
@@ -460,7 +503,9 @@ struct sf_ep_attr {
 int sf_endpoint(struct sf_domain* domain, const struct sf_ep_attr* attr,
                 struct sf_ep** ep, void* context);
 /* flags: SF_TRANSMIT and/or SF_RECV (with SF_SELECTIVE_COMPLETION) for a CQ;
- * 0 for an AV. */
+ * 0 for an AV or an EQ. An EQ takes an SF_EP_MSG endpoint's connection
+ * events, and the asynchronous errors of an endpoint of any type
+ * (SF_PROV_PORT_DOWN and the other causes the device's events name). */
 int sf_ep_bind(struct sf_ep* ep, struct sf_fid* bfid, uint64_t flags);
 
 /* A shared receive context (fi_srx_context): receives posted to it (sf_recv*,
@@ -525,7 +570,9 @@ struct sf_eq_err_entry {
   struct sf_fid* fid;
   void* context;
   uint64_t data;
-  int err; /* SF_ECONNREFUSED (rejected), SF_ETIMEDOUT, SF_EHOSTUNREACH ... */
+  int err;        /* SF_ECONNREFUSED (rejected), SF_ETIMEDOUT, SF_EHOSTUNREACH,
+                   * and for asynchronous errors SF_ENETDOWN (port down), SF_EIO
+                   * (the endpoint is unusable), SF_EADDRNOTAVAIL (name changed) */
   int prov_errno; /* its cause, numbered as sf_cq_err_entry's (SF_PROV_*):
                    * sf_cq_strerror gives the sentence */
   void* err_data; /* a rejection's private data; valid until the next read */

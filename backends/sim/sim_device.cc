@@ -95,6 +95,9 @@ void DeviceImpl::Raise(AsyncEventType type, uint32_t qp_num, uint32_t cq,
   e.port_num = 1;
   e.time_ns = fabric_->now();
   events_.push_back(e);
+  if (fabric_->config().observer != nullptr) [[unlikely]] {
+    fabric_->config().observer->OnAsyncEvent(node_);
+  }
 }
 
 }  // namespace softfab::sim::internal

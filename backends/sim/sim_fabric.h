@@ -137,6 +137,8 @@ class SimObserver {
   }
   // A completion was added to a CQ of `node`, or an async event raised there.
   virtual void OnNodeEvent(int32_t node) { (void)node; }
+  // An async event was queued on `node`'s device (OnNodeEvent came first).
+  virtual void OnAsyncEvent(int32_t node) { (void)node; }
   // A completion was added to `cq` (of `node`); OnNodeEvent came first.
   virtual void OnCompletionAdded(int32_t node,
                                  const transport::CompletionQueue* cq) {

@@ -538,6 +538,11 @@ class RemoteDevice final : public tp::Device {
     if (s.ok()) *event = r.event;
     return s;
   }
+  // The daemon's byte: nothing can be queued before this process parks, or
+  // the daemon sets it first (as the CQs' bytes).
+  std::optional<bool> AsyncEventPending() const override {
+    return __atomic_load_n(c_->AsyncEventFlag(), __ATOMIC_ACQUIRE) != 0;
+  }
   const tp::Clock& clock() const override { return clock_; }
   uint64_t Random() override {
     Request req;

@@ -29,7 +29,8 @@ class Mailbox {
   static constexpr uint64_t kReplyTaken = 24;
   static constexpr uint64_t kClientSleeps = 28;
   static constexpr uint64_t kDaemonSleeps = 32;
-  static_assert(kDaemonSleeps + 4 <= kCqFlagsOffset);
+  static_assert(kDaemonSleeps + 4 <= kAsyncEventFlagOffset &&
+                kAsyncEventFlagOffset < kCqFlagsOffset);
 
   explicit Mailbox(uint8_t* window) : w_(window) {}
 

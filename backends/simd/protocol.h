@@ -43,9 +43,13 @@ inline constexpr uint64_t kWindowBytes = uint64_t{64} << 30;
 inline constexpr uint64_t kHeaderPageBytes = 4096;
 // The header page: the virtual clock (8 bytes, the daemon's) at offset 0,
 // the mailbox's fields (mailbox.h: each side writes its own) from offset 8,
-// then one byte per CQ slot from kCqFlagsOffset, nonzero while that CQ may
-// hold completions (the daemon's): a poll that finds its CQ's byte zero
-// returns 0 without a request (a CQ beyond the slots always asks).
+// a byte at kAsyncEventFlagOffset, nonzero while the node's device may have
+// async events queued (the daemon's: Device::AsyncEventPending reads it, so
+// the core's frequent look costs no request), then one byte per CQ slot from
+// kCqFlagsOffset, nonzero while that CQ may hold completions (the daemon's):
+// a poll that finds its CQ's byte zero returns 0 without a request (a CQ
+// beyond the slots always asks).
+inline constexpr uint64_t kAsyncEventFlagOffset = 48;
 inline constexpr uint64_t kCqFlagsOffset = 64;
 inline constexpr uint32_t kCqSlots =
     static_cast<uint32_t>(kHeaderPageBytes - kCqFlagsOffset);

@@ -356,6 +356,9 @@ class Server final : public FabricServer, public Sessions {
   void OnNodeEvent(int32_t node) override {
     if (Session* s = SessionOfNode(node)) s->concerned = true;
   }
+  void OnAsyncEvent(int32_t node) override {
+    SetAsyncEventFlag(SessionOfNode(node), true);
+  }
   void OnCompletionAdded(int32_t node, const tp::CompletionQueue* cq) override {
     if (Session* s = SessionOfNode(node)) SetCqFlag(s, cq, true);
   }
@@ -549,6 +552,7 @@ class Server final : public FabricServer, public Sessions {
     ever_connected_.push_back(node);
     ++summary_.nodes_connected;
     WriteClock(s);
+    SetAsyncEventFlag(s, s->device->AsyncEventPending().value_or(true));
     Reply reply;
     reply.now_ns = fabric_->clock().NowNs();
     Message m(Op::kHello, &reply, sizeof reply);

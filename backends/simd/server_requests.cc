@@ -487,6 +487,7 @@ bool ServeRequest(Sessions& daemon, Session* s, Op op, const Request& req,
       tp::AsyncEvent e;
       r = FromStatus(dev->GetAsyncEvent(&e));
       r.event = e;
+      SetAsyncEventFlag(s, dev->AsyncEventPending().value_or(true));
       break;
     }
     case Op::kScheduleWakeup:

@@ -25,22 +25,29 @@
 #include <thread>
 #include <vector>
 
+#include "backends/sim/sim_fabric.h"
+#include "backends/simd/client.h"
 #include "backends/simd/mailbox.h"
 #include "backends/simd/protocol.h"
 #include "gtest/gtest.h"
+#include "transport/transport.h"
 
 namespace softfab::simd {
 namespace {
 
-// A daemon of four nodes serving on a private socket until the test ends.
+namespace tp = ::softfab::transport;
+
+// A daemon of four nodes (and `faults`) serving on a private socket until
+// the test ends.
 class Daemon {
  public:
-  Daemon() {
+  explicit Daemon(const sim::FaultPlan& faults = {}) {
     char dir[] = "/tmp/softfab-server-test-XXXXXX";
     dir_ = mkdtemp(dir);
     log_ = tmpfile();
     ServerOptions o;
     o.config.nodes = 4;
+    o.config.faults = faults;
     o.socket_path = dir_ + "/fabric";
     o.log = log_;
     std::string why;
@@ -358,6 +365,40 @@ TEST(FabricDaemon, AProcessWokenOutsideTheFabricHoldsTimeAtOnce) {
   waitpid(child, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   close(ready[0]);
+}
+
+// The core looks for async events at every progress, so a process must see
+// without a request whether any wait: a byte in its header page, set by the
+// daemon when its node's device queues one (here the port going down at
+// 1 ms) and cleared when the last one is taken.
+TEST(FabricDaemon, AnAsyncEventShowsInTheHeaderPageUntilTaken) {
+  sim::TimedFault down;
+  down.kind = sim::TimedFaultKind::kLinkDown;
+  down.time_ns = 1'000'000;
+  down.node = 0;
+  sim::FaultPlan faults;
+  faults.timed_faults = {down};
+  Daemon d(faults);
+  std::string why;
+  auto backend = ConnectSimdBackend(d.path(), 0, &why);
+  ASSERT_TRUE(backend.ok()) << why;
+  auto device = (*backend)->OpenDevice(0, &why);
+  ASSERT_TRUE(device.ok()) << why;
+  tp::Device* dev = *device;
+  ASSERT_TRUE(dev->AsyncEventPending().has_value());
+  EXPECT_FALSE(*dev->AsyncEventPending());
+  tp::AsyncEvent e;
+  EXPECT_EQ(dev->GetAsyncEvent(&e).code(), EAGAIN);
+  // Nothing to do: time moves to the fault, which concerns node 0.
+  (*backend)->NothingToRead();
+  EXPECT_GE(dev->clock().NowNs(), 1'000'000u);
+  EXPECT_TRUE(dev->AsyncEventPending().value_or(false));
+  ASSERT_TRUE(dev->GetAsyncEvent(&e).ok());
+  EXPECT_EQ(e.event_type, tp::AsyncEventType::kPortErr);
+  EXPECT_EQ(e.time_ns, 1'000'000u);
+  EXPECT_FALSE(dev->AsyncEventPending().value_or(true));
+  EXPECT_EQ(dev->GetAsyncEvent(&e).code(), EAGAIN);
+  (*backend)->CloseDevice(dev);
 }
 
 }  // namespace

@@ -118,6 +118,10 @@ struct RdmPair {
     fi_addr_t peer = FI_ADDR_NOTAVAIL;
     fi_addr_t self = FI_ADDR_NOTAVAIL;
   } side[2];
+  // With `eq_on_0` set before Open: an event queue bound to side 0's
+  // endpoint (its asynchronous errors).
+  bool eq_on_0 = false;
+  fid_eq* eq = nullptr;
 
   void Open(uint64_t caps, fi_cq_format format, fi_wait_obj wait = FI_WAIT_NONE,
             bool selective = false, uint64_t mode = 0) {
@@ -146,6 +150,11 @@ struct RdmPair {
       const uint64_t sel = selective ? FI_SELECTIVE_COMPLETION : 0;
       ASSERT_EQ(fi_ep_bind(s.ep, &s.tx->fid, FI_TRANSMIT | sel), 0);
       ASSERT_EQ(fi_ep_bind(s.ep, &s.rx->fid, FI_RECV | sel), 0);
+      if (eq_on_0 && &s == &side[0]) {
+        fi_eq_attr eq_attr{};
+        ASSERT_EQ(fi_eq_open(fabric, &eq_attr, &eq, nullptr), 0);
+        ASSERT_EQ(fi_ep_bind(s.ep, &eq->fid, 0), 0);
+      }
       ASSERT_EQ(fi_enable(s.ep), 0);
     }
     for (int i = 0; i < 2; ++i) {
@@ -172,6 +181,7 @@ struct RdmPair {
       if (s.av) EXPECT_EQ(fi_close(&s.av->fid), 0);
       if (s.domain) EXPECT_EQ(fi_close(&s.domain->fid), 0);
     }
+    if (eq) EXPECT_EQ(fi_close(&eq->fid), 0);
     if (fabric) EXPECT_EQ(fi_close(&fabric->fid), 0);
     if (info) fi_freeinfo(info);
   }
@@ -704,6 +714,63 @@ TEST(FiScenario, FaultsOfTheFileApply) {
   ASSERT_NO_FATAL_FAILURE(TakeErrorEntry(p.side[0].tx, p.side[1].rx, &err));
   EXPECT_EQ(err.op_context, &sctx);
   EXPECT_NE(err.err, 0);
+}
+
+TEST(FiScenario, APortDownIsAnErrorEventOnTheEndpointsEq) {
+  if (!OnSimulator()) GTEST_SKIP() << "simulator case";
+  // Node 0's port goes down 500 ms in (the device's PORT_ERR event), well
+  // after the connection is made.
+  ScenarioEnv scenario("examples/scenarios/programs/port_down.yaml");
+  constexpr int kProvPortDown = 0x1000 + 14;  // SF_PROV_PORT_DOWN
+  RdmPair p;
+  p.eq_on_0 = true;
+  ASSERT_NO_FATAL_FAILURE(p.Open(FI_MSG, FI_CQ_FORMAT_MSG));
+  // Connected first.
+  char buf[64] = {}, in[64];
+  fi_context2 rctx, sctx;
+  ASSERT_EQ(
+      fi_recv(p.side[1].ep, in, sizeof in, nullptr, p.side[1].peer, &rctx), 0);
+  ASSERT_EQ(
+      fi_send(p.side[0].ep, buf, sizeof buf, nullptr, p.side[0].peer, &sctx),
+      0);
+  // Read with timed waits of 1 ms: a plain read of an empty CQ runs the
+  // simulated fabric to its next event however far, here the fault.
+  fi_cq_msg_entry e{};
+  bool received = false, sent = false;
+  for (int i = 0; i < 1000 && !(received && sent); ++i) {
+    for (auto [cq, done] :
+         {std::pair{p.side[1].rx, &received}, std::pair{p.side[0].tx, &sent}}) {
+      if (*done) continue;
+      const ssize_t rc = fi_cq_sread(cq, &e, 1, nullptr, 1);
+      ASSERT_TRUE(rc == 1 || rc == -FI_EAGAIN) << rc;
+      *done = rc == 1;
+    }
+  }
+  ASSERT_TRUE(received && sent);
+  // The event comes when the port goes down.
+  uint32_t event = 0;
+  uint8_t entry[sizeof(fi_eq_cm_entry) + 64];
+  ASSERT_EQ(fi_eq_sread(p.eq, &event, entry, sizeof entry, 1000, 0),
+            -FI_EAVAIL);
+  fi_eq_err_entry err{};
+  ASSERT_EQ(fi_eq_readerr(p.eq, &err, 0), static_cast<ssize_t>(sizeof err));
+  EXPECT_EQ(err.fid, &p.side[0].ep->fid);
+  EXPECT_EQ(err.err, FI_ENETDOWN);
+  EXPECT_EQ(err.prov_errno, kProvPortDown);
+  char text[256];
+  const std::string sentence =
+      fi_eq_strerror(p.eq, err.prov_errno, nullptr, text, sizeof text);
+  EXPECT_NE(sentence.find("port"), std::string::npos) << sentence;
+  // A send now is taken (the port may come back), and fails naming the
+  // port once its retries run out.
+  ASSERT_EQ(
+      fi_send(p.side[0].ep, buf, sizeof buf, nullptr, p.side[0].peer, &sctx),
+      0);
+  fi_cq_err_entry cq_err{};
+  ASSERT_NO_FATAL_FAILURE(TakeErrorEntry(p.side[0].tx, p.side[1].rx, &cq_err));
+  EXPECT_EQ(cq_err.op_context, &sctx);
+  EXPECT_EQ(cq_err.err, FI_EIO);
+  EXPECT_EQ(cq_err.prov_errno, kProvPortDown);
 }
 
 TEST(FiScenario, FilesThatCannotMakeAFabricAreRefused) {

@@ -65,8 +65,20 @@ struct Node {
   std::vector<sf_ep*> eps;
 };
 
-const char* WcStatusName(int status) {
+// The name of an error entry's prov_errno in the counters: a work
+// completion's status, or a cause the device's asynchronous events name.
+const char* CauseName(int status) {
   switch (status) {
+    case SF_PROV_QP_FATAL:
+      return "QP_FATAL";
+    case SF_PROV_PORT_DOWN:
+      return "PORT_DOWN";
+    case SF_PROV_CQ_ERROR:
+      return "CQ_ERROR";
+    case SF_PROV_SRQ_ERROR:
+      return "SRQ_ERROR";
+    case SF_PROV_DEVICE_FATAL:
+      return "DEVICE_FATAL";
     case 5:
       return "WR_FLUSH_ERR";
     case 12:
@@ -110,7 +122,9 @@ std::string ErrName(int err, int prov_errno) {
     default:
       name = "E" + std::to_string(err);
   }
-  if (const char* wc = WcStatusName(prov_errno)) name += std::string("/") + wc;
+  if (const char* cause = CauseName(prov_errno)) {
+    name += std::string("/") + cause;
+  }
   return name;
 }
 
@@ -551,14 +565,21 @@ void SeedRun::OnError(const sf_cq_err_entry& e) {
     return;
   }
   const bool cancel = e.err == SF_ECANCELED;
-  if (cancel || e.prov_errno == 5) ++r_.counts.flushes;
+  // A QP the device failed (QP_FATAL) flushes everything on it; the entries
+  // name the failure rather than the flush (WR_FLUSH_ERR, 5).
+  const bool qp_fatal = e.prov_errno == SF_PROV_QP_FATAL;
+  if (cancel || e.prov_errno == 5 || qp_fatal) ++r_.counts.flushes;
   if (!cancel || !cancelling_) {
     std::string outcome = kOutcomeErrorCompletion;
-    if (e.prov_errno == 12) outcome = kOutcomeRetryExceeded;
+    // A port down names itself where the retries ran out because of it.
+    if (e.prov_errno == 12 || e.prov_errno == SF_PROV_PORT_DOWN) {
+      outcome = kOutcomeRetryExceeded;
+    }
     if (e.prov_errno == 13) outcome = kOutcomeRnrRetryExceeded;
     if (e.err == SF_ETRUNC) outcome = kOutcomeTruncated;
-    if (e.prov_errno == 5 || (e.err == SF_EIO && e.prov_errno == 0) ||
-        e.err == SF_EHOSTUNREACH || e.err == SF_ECONNRESET) {
+    if (e.prov_errno == 5 || qp_fatal ||
+        (e.err == SF_EIO && e.prov_errno == 0) || e.err == SF_EHOSTUNREACH ||
+        e.err == SF_ECONNRESET) {
       outcome = kOutcomeFlushed;
     }
     NoteError(name, outcome);

@@ -24,6 +24,7 @@
 #include "api/internal/raw_enum.h"
 #include "api/softfab/fabric.h"
 #include "core/address_vector.h"
+#include "core/async_events.h"
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
 #include "core/event_queue.h"
@@ -116,6 +117,11 @@ struct Domain : sf_domain {
   // sf_sim_domain_tune); 0 keeps the core's default.
   uint8_t tuned_rc_timeout = 0;
   uint32_t tuned_credits = 0;
+  // The reader of the device's asynchronous events, made with the first
+  // endpoint and shared with every open domain on the same device (on a
+  // simulated fabric each node's device is one, however many domains open
+  // it); it lives as long as the last of them.
+  std::shared_ptr<core::AsyncEventDispatcher> async_events;
 };
 
 struct Cq : sf_cq {
@@ -207,16 +213,34 @@ struct Ep : sf_ep {
   uint64_t primary_caps = 0;
 };
 
+// The reader of `d`'s device's asynchronous events (Domain::async_events).
+inline core::AsyncEventDispatcher* AsyncEventsOf(Domain* d) {
+  if (d->async_events == nullptr) {
+    for (const Domain* other : d->fabric->domains) {
+      if (other->device == d->device && other->async_events != nullptr) {
+        d->async_events = other->async_events;
+        break;
+      }
+    }
+  }
+  if (d->async_events == nullptr) {
+    d->async_events = std::make_shared<core::AsyncEventDispatcher>(d->device);
+  }
+  return d->async_events.get();
+}
+
 // What an endpoint takes from its domain and backend: the CQs raise events
 // on the domain's channel, user buffers are registered through the domain's
-// cache, and inline sends and CM timing follow the backend's tuning (real
+// cache, the device's asynchronous events are read by the domain's reader,
+// and inline sends and CM timing follow the backend's tuning (real
 // networks retry on their own scale; the simulator keeps the core's
 // defaults, so its runs stay as they were).
-inline void SetBackendTiming(const Domain* d, core::EndpointAttr* a) {
+inline void SetBackendTiming(Domain* d, core::EndpointAttr* a) {
   if (d->tuned_rc_timeout != 0) a->rc_timeout = d->tuned_rc_timeout;
   if (d->tuned_credits != 0) a->credits = d->tuned_credits;
   a->channel = d->channel;
   a->mr_cache = d->mr_cache.get();
+  a->async_events = AsyncEventsOf(d);
   const tp::BackendTuning t = d->fabric->backend->tuning();
   a->inline_sends = t.inline_sends;
   if (t.cm_retry_ns != 0) a->cm_retry_ns = t.cm_retry_ns;

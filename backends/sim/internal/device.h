@@ -33,6 +33,9 @@ class DeviceImpl final : public transport::Device {
   StatusOr<CompletionQueue*> CreateCqOnChannel(
       int32_t cqe, CompletionChannel* channel) override;
   Status GetAsyncEvent(AsyncEvent* event) override;
+  std::optional<bool> AsyncEventPending() const override {
+    return !events_.empty();
+  }
   const transport::Clock& clock() const override;
   void ScheduleWakeup(uint64_t t_ns) override;
   uint64_t Random() override { return random_.Next(); }

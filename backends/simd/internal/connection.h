@@ -73,6 +73,11 @@ class Connection {
                ? nullptr
                : window_ + kCqFlagsOffset + (slot_plus_one - 1);
   }
+  // The header-page byte nonzero while the node's device may have async
+  // events queued.
+  const uint8_t* AsyncEventFlag() const {
+    return window_ + kAsyncEventFlagOffset;
+  }
   bool broken() const { return broken_; }
   // Where a wake's ranges and channel signals go (the backend).
   using WakeHandler = void (*)(void* self, const Reply& r,

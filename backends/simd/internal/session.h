@@ -88,6 +88,14 @@ inline void SetCqFlag(Session* s, const tp::CompletionQueue* cq, bool maybe) {
                    static_cast<uint8_t>(maybe ? 1 : 0), __ATOMIC_RELEASE);
 }
 
+// Sets the header-page byte saying whether the device of `s`'s node may have
+// async events queued (protocol.h).
+inline void SetAsyncEventFlag(Session* s, bool maybe) {
+  if (s == nullptr || s->window == nullptr) return;
+  __atomic_store_n(s->window + kAsyncEventFlagOffset,
+                   static_cast<uint8_t>(maybe ? 1 : 0), __ATOMIC_RELEASE);
+}
+
 // What the request handlers see of the daemon.
 class Sessions : public sim::SimObserver {
  public:

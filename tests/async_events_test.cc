@@ -1,0 +1,427 @@
+// The device's asynchronous events reach the sf_* user (issue 20, item 4),
+// on the simulator through its fault plan: a port that goes down is an error
+// event (SF_ENETDOWN, SF_PROV_PORT_DOWN) on the endpoint's event queue, and
+// the connections it breaks fail naming it; a queue pair the device puts in
+// error fails its peer's operations at once with SF_PROV_QP_FATAL; a port
+// back within the retry budget loses nothing. Each within one second or the
+// RC retry time, whichever is longer, of virtual time (measured and printed).
+// Before the events were read, the port went unreported, the sends failed
+// naming the retries (12), and sends waiting for a peer's answer on a failed
+// queue pair waited for ever.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "api/sim/sim_api.h"
+#include "api/softfab/fabric.h"
+#include "backends/sim/sim_fabric.h"
+
+namespace {
+
+namespace sim = ::softfab::sim;
+
+// The RC retry time the core sets up (core/wireup.cc): 4.096 us * 2^14 per
+// try, 6 retries after the first try.
+constexpr uint64_t kRcRetryNs = (uint64_t{4096} << 14) * 7;
+// The bound issue 20 sets: one second or the RC retry time, the longer.
+constexpr uint64_t kBoundNs = std::max<uint64_t>(1'000'000'000, kRcRetryNs);
+// Node 0's RC QP to node 1: QPs are numbered from 256 per node, the RDM
+// endpoint's CM QP first (examples/scenarios/README.md, "QP numbers").
+constexpr uint32_t kRcQpOfNode0 = 257;
+
+struct Node {
+  sf_domain* domain = nullptr;
+  sf_cq* cq = nullptr;
+  sf_av* av = nullptr;
+  sf_ep* ep = nullptr;
+  sf_eq* eq = nullptr;
+  sf_addr_t peer = 0;  // The other node, in this node's AV.
+};
+
+// Two nodes on a simulated fabric, an RDM endpoint each, node 0's bound to an
+// event queue.
+class TwoNodes {
+ public:
+  // Opens the fabric with `faults` (fatal failures abort the test).
+  void Open(const sim::FaultPlan& faults) {
+    sim::SimConfig config;
+    config.nodes = 2;
+    config.faults = faults;
+    ASSERT_EQ(softfab::sf_sim_fabric_open(config, &fabric_, nullptr), 0)
+        << sf_last_error();
+    uint8_t names[2][SF_NAME_BYTES];
+    for (int i = 0; i < 2; ++i) {
+      Node& n = nodes_[i];
+      sf_cq_attr ca{};
+      ca.size = 1024;
+      ca.format = SF_CQ_FORMAT_TAGGED;
+      sf_ep_attr ea{};
+      ea.type = SF_EP_RDM;
+      ea.caps = SF_MSG | SF_TAGGED;
+      size_t len = SF_NAME_BYTES;
+      ASSERT_EQ(sf_domain_open(fabric_, i, &n.domain, nullptr), 0);
+      ASSERT_EQ(sf_cq_open(n.domain, &ca, &n.cq, nullptr), 0);
+      ASSERT_EQ(sf_av_open(n.domain, nullptr, &n.av, nullptr), 0);
+      ASSERT_EQ(sf_endpoint(n.domain, &ea, &n.ep, nullptr), 0);
+      ASSERT_EQ(sf_ep_bind(n.ep, &n.cq->fid, SF_TRANSMIT | SF_RECV), 0);
+      ASSERT_EQ(sf_ep_bind(n.ep, &n.av->fid, 0), 0);
+      if (i == 0) {
+        ASSERT_EQ(sf_eq_open(fabric_, nullptr, &n.eq, nullptr), 0);
+        // Refused before asynchronous errors were delivered (only SF_EP_MSG
+        // endpoints took an EQ): the test goes on without it.
+        eq_bound_ = sf_ep_bind(n.ep, &n.eq->fid, 0) == 0;
+        EXPECT_TRUE(eq_bound_) << sf_last_error();
+      }
+      ASSERT_EQ(sf_enable(n.ep), 0);
+      ASSERT_EQ(sf_getname(&n.ep->fid, names[i], &len), 0);
+    }
+    for (int i = 0; i < 2; ++i) {
+      ASSERT_EQ(sf_av_insert(nodes_[i].av, names[1 - i], 1, &nodes_[i].peer, 0,
+                             nullptr),
+                1);
+    }
+  }
+  ~TwoNodes() {
+    for (Node& n : nodes_) {
+      for (sf_fid* fid :
+           {n.ep ? &n.ep->fid : nullptr, n.eq ? &n.eq->fid : nullptr,
+            n.cq ? &n.cq->fid : nullptr, n.av ? &n.av->fid : nullptr,
+            n.domain ? &n.domain->fid : nullptr}) {
+        if (fid != nullptr) {
+          EXPECT_EQ(sf_close(fid), 0) << sf_last_error();
+        }
+      }
+    }
+    if (fabric_ != nullptr) {
+      EXPECT_EQ(sf_close(&fabric_->fid), 0) << sf_last_error();
+    }
+  }
+
+  Node& operator[](int i) { return nodes_[i]; }
+  bool eq_bound() const { return eq_bound_; }
+  sf_fabric* fabric() { return fabric_; }
+  uint64_t NowNs() { return softfab::sf_sim_fabric(fabric_)->clock().NowNs(); }
+  // Runs the fabric (from outside the calls, as a study does) up to `t_ns`.
+  void RunUntil(uint64_t t_ns) {
+    softfab::sf_sim_fabric(fabric_)->RunUntil(t_ns);
+  }
+  // Drives both endpoints once (a read of each CQ that takes nothing).
+  void Progress() {
+    for (Node& n : nodes_) ASSERT_EQ(sf_cq_read(n.cq, nullptr, 0), 0);
+  }
+
+  // One message node 0 -> node 1, received: the connection is up, before
+  // `fault_ns` (an empty poll runs the fabric's next event however far: the
+  // fault's is kept away until then).
+  void Connect(uint64_t fault_ns) {
+    sim::SimFabric* sim = softfab::sf_sim_fabric(fabric_);
+    sim->SetPollHorizon(fault_ns - 1);
+    ConnectNow();
+    sim->SetPollHorizon(UINT64_MAX);
+    ASSERT_LT(NowNs(), fault_ns);
+  }
+  void ConnectNow() {
+    uint8_t out[8] = {1}, in[8];
+    ASSERT_EQ(sf_trecv(nodes_[1].ep, in, sizeof in, nullptr, SF_ADDR_UNSPEC, 0,
+                       0, nullptr),
+              0);
+    ASSERT_EQ(sf_tsend(nodes_[0].ep, out, sizeof out, nullptr, nodes_[0].peer,
+                       0, nullptr),
+              0);
+    int got = 0;
+    for (int r = 0; r < 100000 && got < 2; ++r) {
+      sf_cq_tagged_entry e;
+      for (Node& n : nodes_) {
+        const ssize_t rc = sf_cq_read(n.cq, &e, 1);
+        if (rc == -SF_EAVAIL) {
+          sf_cq_err_entry x{};
+          (void)sf_cq_readerr(n.cq, &x, 0);
+          FAIL() << "error completion " << x.err << "/" << x.prov_errno
+                 << " at " << NowNs() << ": " << sf_last_error();
+        }
+        ASSERT_TRUE(rc == 1 || rc == -SF_EAGAIN) << rc;
+        if (rc == 1) ++got;
+      }
+    }
+    ASSERT_EQ(got, 2);
+  }
+
+  // Reads node 0's next error event, if one is readable now; the virtual
+  // time goes to *at_ns.
+  bool ReadEqError(sf_eq_err_entry* x, uint64_t* at_ns) {
+    if (!eq_bound_) return false;
+    uint8_t buf[sizeof(sf_eq_cm_entry) + 64];
+    uint32_t event = 0;
+    // Timed, 0 ms: a plain read would run the fabric on, however far.
+    const ssize_t n = sf_eq_sread(nodes_[0].eq, &event, buf, sizeof buf, 0, 0);
+    EXPECT_TRUE(n == -SF_ETIMEDOUT || n == -SF_EAVAIL) << n;
+    if (n != -SF_EAVAIL) return false;
+    *at_ns = NowNs();  // readerr drives progress, which may run time on
+    EXPECT_EQ(sf_eq_readerr(nodes_[0].eq, x, 0),
+              static_cast<ssize_t>(sizeof *x));
+    return true;
+  }
+
+ private:
+  sf_fabric* fabric_ = nullptr;
+  Node nodes_[2];
+  bool eq_bound_ = false;
+};
+
+// A send's outcome as node 0's CQ reported it.
+struct Outcome {
+  bool done = false;
+  int err = 0;
+  int prov_errno = 0;
+  uint64_t at_ns = 0;
+};
+
+// Reads node 0's CQ until every send of `outcomes` (each send's context is
+// its Outcome) completed, or `deadline_ns` of virtual time; node 0's error
+// events go to `events`. Each entry and event is taken at the virtual time
+// it became readable: everything readable is taken with timed reads of 0 ms
+// (a plain read of an empty queue runs the fabric's next event however far),
+// then a wait of 1 ms lets time run.
+void Collect(TwoNodes& t, std::vector<Outcome>& outcomes, uint64_t deadline_ns,
+             std::vector<std::pair<sf_eq_err_entry, uint64_t>>* events) {
+  auto all_done = [&] {
+    return std::all_of(outcomes.begin(), outcomes.end(),
+                       [](const Outcome& o) { return o.done; });
+  };
+  // One timed read of node 0's CQ; false when it found nothing.
+  auto take = [&](int timeout_ms) {
+    sf_cq_tagged_entry e;
+    const ssize_t n = sf_cq_sread(t[0].cq, &e, 1, nullptr, timeout_ms);
+    if (n == 1) {
+      auto* o = static_cast<Outcome*>(e.op_context);
+      EXPECT_FALSE(o->done) << "completed twice";
+      o->done = true;
+      o->at_ns = t.NowNs();
+      return true;
+    }
+    if (n == -SF_EAVAIL) {
+      const uint64_t at = t.NowNs();  // before readerr, as in ReadEqError
+      sf_cq_err_entry x{};
+      EXPECT_EQ(sf_cq_readerr(t[0].cq, &x, 0), 1);
+      auto* o = static_cast<Outcome*>(x.op_context);
+      EXPECT_NE(o, nullptr);
+      if (o == nullptr) return false;
+      EXPECT_FALSE(o->done) << "completed twice";
+      o->done = true;
+      o->err = x.err;
+      o->prov_errno = x.prov_errno;
+      o->at_ns = at;
+      return true;
+    }
+    EXPECT_EQ(n, -SF_ETIMEDOUT) << sf_last_error();
+    return false;
+  };
+  for (int r = 0; r < 1000000 && t.NowNs() < deadline_ns; ++r) {
+    while (take(0)) {
+    }
+    sf_eq_err_entry x{};
+    uint64_t at = 0;
+    while (t.ReadEqError(&x, &at)) events->push_back({x, at});
+    if (all_done()) return;
+    take(1);
+  }
+}
+
+std::string Sentence(sf_cq* cq, int prov_errno) {
+  char buf[512];
+  return sf_cq_strerror(cq, prov_errno, nullptr, buf, sizeof buf);
+}
+
+// A timed fault of `kind` at `t_ns` on node 0 (its port, or with `qp_num`
+// its QP).
+sim::TimedFault Node0Fault(sim::TimedFaultKind kind, uint64_t t_ns,
+                           uint32_t qp_num = 0) {
+  sim::TimedFault f;
+  f.kind = kind;
+  f.time_ns = t_ns;
+  f.node = 0;
+  f.qp_num = qp_num;
+  return f;
+}
+sim::FaultPlan Plan(std::vector<sim::TimedFault> faults) {
+  sim::FaultPlan plan;
+  plan.timed_faults = std::move(faults);
+  return plan;
+}
+
+// Every send of `outcomes` completed in error (SF_EIO) naming `prov_errno`,
+// within the bound of `fault_ns`; prints when (virtual time).
+void ExpectAllFailed(const std::vector<Outcome>& outcomes, int prov_errno,
+                     uint64_t fault_ns, const char* fault) {
+  for (size_t i = 0; i < outcomes.size(); ++i) {
+    const Outcome& o = outcomes[i];
+    ASSERT_TRUE(o.done) << "send " << i << " never completed";
+    EXPECT_EQ(o.err, SF_EIO) << i;
+    EXPECT_EQ(o.prov_errno, prov_errno) << i;
+    EXPECT_LE(o.at_ns - fault_ns, kBoundNs) << i;
+    std::printf("send %zu failed %.3f ms after %s, prov_errno %d\n", i,
+                (o.at_ns - fault_ns) / 1e6, fault, o.prov_errno);
+  }
+}
+
+// A send from node 0 to node 1 is refused, the reason naming `cause`.
+void ExpectSendRefused(TwoNodes& t, const char* cause) {
+  uint8_t payload[64] = {};
+  EXPECT_EQ(sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7,
+                     nullptr),
+            -SF_EHOSTUNREACH);
+  EXPECT_NE(std::string(sf_last_error()).find(cause), std::string::npos)
+      << sf_last_error();
+}
+
+// Node 0's port goes down for good once the connection is up; sends posted
+// then exhaust their retries. An error event says so at once, and every
+// failed send names the port, within the bound.
+TEST(AsyncEventsTest, PortDownIsAnEqErrorAndNamesTheFailedSends) {
+  constexpr uint64_t kDownNs = 20'000'000;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(
+      t.Open(Plan({Node0Fault(sim::TimedFaultKind::kLinkDown, kDownNs)})));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kDownNs));
+  t.RunUntil(kDownNs);
+  constexpr int kSends = 4;
+  std::vector<Outcome> outcomes(kSends);
+  uint8_t payload[64] = {};
+  for (Outcome& o : outcomes) {
+    // Not refused: a port down refuses nothing (the link may come back).
+    ASSERT_EQ(
+        sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7, &o),
+        0)
+        << sf_last_error();
+  }
+  std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
+  Collect(t, outcomes, kDownNs + 5 * kBoundNs, &events);
+  // Every send failed once, naming the port, within the bound.
+  ExpectAllFailed(outcomes, SF_PROV_PORT_DOWN, kDownNs, "the port went down");
+  ASSERT_TRUE(t.eq_bound());
+  ASSERT_FALSE(events.empty()) << "no error event for the port";
+  const sf_eq_err_entry& x = events.front().first;
+  EXPECT_EQ(x.fid, &t[0].ep->fid);
+  EXPECT_EQ(x.err, SF_ENETDOWN);
+  EXPECT_EQ(x.prov_errno, SF_PROV_PORT_DOWN);
+  EXPECT_LE(events.front().second - kDownNs, kBoundNs);
+  std::printf("port down event read %.3f ms after the port went down\n",
+              (events.front().second - kDownNs) / 1e6);
+  EXPECT_EQ(events.size(), 1u);  // one per endpoint, however long it lasts
+  const std::string s = Sentence(t[0].cq, x.prov_errno);
+  EXPECT_NE(s.find("port"), std::string::npos) << s;
+  // The peer is gone; a later send is refused, naming why.
+  ExpectSendRefused(t, "SF_PROV_PORT_DOWN");
+}
+
+// The port goes down for less than the retry budget while sends are under
+// way: nothing is refused or lost (link-flap studies recover as before),
+// and the event queue still hears of it.
+TEST(AsyncEventsTest, PortFlapShorterThanTheRetriesLosesNothing) {
+  constexpr uint64_t kDownNs = 20'000'000;
+  constexpr uint64_t kUpNs = kDownNs + 100'000'000;  // < the 470 ms budget
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(
+      t.Open(Plan({Node0Fault(sim::TimedFaultKind::kLinkDown, kDownNs),
+                   Node0Fault(sim::TimedFaultKind::kLinkUp, kUpNs)})));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kDownNs));
+  t.RunUntil(kDownNs);
+  constexpr int kSends = 4;
+  std::vector<Outcome> outcomes(kSends);
+  uint8_t payload[64] = {};
+  std::vector<std::vector<uint8_t>> in(kSends, std::vector<uint8_t>(64));
+  for (int i = 0; i < kSends; ++i) {
+    ASSERT_EQ(sf_trecv(t[1].ep, in[i].data(), in[i].size(), nullptr,
+                       SF_ADDR_UNSPEC, 7, 0, nullptr),
+              0);
+    ASSERT_EQ(sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7,
+                       &outcomes[i]),
+              0)
+        << sf_last_error();
+  }
+  std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
+  Collect(t, outcomes, kUpNs + kBoundNs, &events);
+  for (int i = 0; i < kSends; ++i) {
+    EXPECT_TRUE(outcomes[i].done) << i;
+    EXPECT_EQ(outcomes[i].err, 0) << i << ": " << outcomes[i].prov_errno;
+    EXPECT_GE(outcomes[i].at_ns, kUpNs) << i;  // waited out the flap
+  }
+  ASSERT_TRUE(t.eq_bound());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].first.err, SF_ENETDOWN);
+  EXPECT_EQ(events[0].first.prov_errno, SF_PROV_PORT_DOWN);
+  EXPECT_LT(events[0].second, kUpNs);
+}
+
+// The fault plan forcing node 0's queue pair to node 1 into the error state
+// at `t_ns` (a QP_FATAL event on node 0).
+sim::FaultPlan QpErrorAt(uint64_t t_ns) {
+  return Plan({Node0Fault(sim::TimedFaultKind::kQpError, t_ns, kRcQpOfNode0)});
+}
+
+// Node 0's queue pair to node 1 fails while four rendezvous sends wait for
+// node 1 to fetch them (node 1 has posted no receive): nothing of the device
+// completes for them, yet they fail at once naming the queue pair. Before
+// the event was read they waited for ever for answers that could not come.
+TEST(AsyncEventsTest, QpFatalFailsSendsWaitingForThePeer) {
+  constexpr uint64_t kFaultNs = 20'000'000;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(QpErrorAt(kFaultNs)));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kFaultNs));
+  constexpr int kSends = 4;
+  std::vector<Outcome> outcomes(kSends);
+  std::vector<uint8_t> big(64 * 1024, 0x5A);
+  for (Outcome& o : outcomes) {
+    ASSERT_EQ(
+        sf_tsend(t[0].ep, big.data(), big.size(), nullptr, t[0].peer, 9, &o), 0)
+        << sf_last_error();
+  }
+  // Their headers are delivered and acknowledged; they wait for node 1.
+  softfab::sf_sim_fabric(t.fabric())->SetPollHorizon(kFaultNs - 1);
+  for (int r = 0; r < 1000; ++r) t.Progress();
+  softfab::sf_sim_fabric(t.fabric())->SetPollHorizon(UINT64_MAX);
+  ASSERT_LT(t.NowNs(), kFaultNs);
+  for (const Outcome& o : outcomes) ASSERT_FALSE(o.done);
+  t.RunUntil(kFaultNs);
+  std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
+  Collect(t, outcomes, kFaultNs + 2 * kBoundNs, &events);
+  for (const Outcome& o : outcomes) {
+    ASSERT_TRUE(o.done) << "a send still waits " << (t.NowNs() - kFaultNs) / 1e6
+                        << " ms after its queue pair failed";
+  }
+  ExpectAllFailed(outcomes, SF_PROV_QP_FATAL, kFaultNs, "the QP error");
+  // A connection's failure is no endpoint-wide error: no event.
+  EXPECT_TRUE(events.empty());
+  const std::string s = Sentence(t[0].cq, SF_PROV_QP_FATAL);
+  EXPECT_NE(s.find("queue pair"), std::string::npos) << s;
+  ExpectSendRefused(t, "SF_PROV_QP_FATAL");
+}
+
+// Eager sends in flight when the queue pair fails are flushed by the device
+// (WR_FLUSH_ERR, which names no cause): their error entries carry the
+// queue pair's failure instead, as every other entry of that connection.
+TEST(AsyncEventsTest, QpFatalNamesTheFlushedSends) {
+  constexpr uint64_t kFaultNs = 20'000'000;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(QpErrorAt(kFaultNs)));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kFaultNs));
+  // Posted 1 ns before the fault: none is acknowledged by then.
+  t.RunUntil(kFaultNs - 1);
+  constexpr int kSends = 8;
+  std::vector<Outcome> outcomes(kSends);
+  uint8_t small[64] = {};
+  for (Outcome& o : outcomes) {
+    ASSERT_EQ(sf_tsend(t[0].ep, small, sizeof small, nullptr, t[0].peer, 9, &o),
+              0)
+        << sf_last_error();
+  }
+  std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
+  Collect(t, outcomes, kFaultNs + 2 * kBoundNs, &events);
+  ExpectAllFailed(outcomes, SF_PROV_QP_FATAL, kFaultNs, "the QP error");
+}
+
+}  // namespace
