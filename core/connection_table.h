@@ -48,7 +48,11 @@ class ConnectionTable {
     uint32_t psn = 0;
     uint64_t request_id = 0;   // Our outstanding CM request.
     uint64_t answered_id = 0;  // Their request we replied to.
+
+    // The peer's QP and initial PSN of the last connection (kept after it
+    // fails, so that a late CM request of that connection is known).
     uint32_t remote_qpn = 0;
+    uint32_t remote_psn = 0;
     // Connecting: the next CM retry. Accepted and not yet ready: when the
     // peer counts as gone if it has not spoken (sends waiting).
     uint64_t retry_at_ns = 0;

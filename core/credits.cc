@@ -40,6 +40,15 @@ void Credits::Return(PeerCredits& c, uint32_t peer) {
   }
 }
 
+void Credits::Forget(uint32_t peer) {
+  std::atomic_ref<uint64_t>(words_[peer]).store(0, std::memory_order_release);
+  size_t kept = 0;
+  for (size_t i = 0; i < due_.size(); ++i) {
+    if (due_[i] != peer) due_[kept++] = due_[i];
+  }
+  due_.resize(kept);
+}
+
 bool Credits::PostWrite(uint32_t peer, PeerCredits* c, tp::QueuePair* qp) {
   sources_[peer] = c->freed;
   tp::Sge sge{reinterpret_cast<uint64_t>(&sources_[peer]), 8,

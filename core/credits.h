@@ -78,6 +78,11 @@ class Credits {
   void Return(PeerCredits& c, uint32_t peer);
 
   bool writes_due() const { return !due_.empty(); }
+  // `peer`'s connection is gone and a new one is about to be made: its word
+  // reads 0 again and no write-back to it stays due. Only once the old QP is
+  // destroyed, so that no late RDMA WRITE of the old connection lands on the
+  // new one's word.
+  void Forget(uint32_t peer);
   // Writes the running totals of the peers owed one back (RDMA WRITEs, in
   // the order they fell due). For each, `writable(peer)` returns its
   // PeerCredits and the QP to post on when the connection can take a WRITE

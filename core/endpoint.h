@@ -312,6 +312,8 @@ class Endpoint final : public RxClient {
     // because full windows had run out (GrantFor).
     uint64_t grants = 0;
     uint64_t grants_reduced = 0;
+    // Failed RDM connections made anew (ResetPeer).
+    uint64_t reconnects = 0;
     // Receive buffers flushed by a failing QP (and put back).
     uint64_t bounce_flushed = 0;
   };
@@ -459,6 +461,13 @@ class Endpoint final : public RxClient {
   // it on the event queue.
   void FailPeer(uint32_t peer, int err, int prov_errno,
                 const wire::CmMessage* cm = nullptr);
+  // RDM reconnection (as rxm's): whether failed `peer` may be connected
+  // anew now: the endpoint is not broken and nothing of the old connection
+  // is still to be reported (its operations have completed).
+  bool CanReconnect(uint32_t peer) const;
+  // Destroys a failed peer's QP and resets what its connection held
+  // (credits, grant, counters), leaving it idle for a new connection.
+  void ResetPeer(uint32_t peer);
   // The time an RC connection retries an unanswered packet before it fails
   // (ack timeout x tries).
   uint64_t RcRetryNs() const;

@@ -53,7 +53,11 @@ inline constexpr int kProvDeviceFatal = kProvOwnBase + 17;
 // The port's LID or the GID the endpoint's name carries changed (LID_CHANGE,
 // GID_CHANGE): peers holding the old name no longer reach it.
 inline constexpr int kProvAddressChanged = kProvOwnBase + 18;
-inline constexpr int kProvOwnLast = kProvAddressChanged;
+// An RDM peer whose side of the connection failed made a new connection
+// to us while ours still looked up: the old one's operations fail with
+// ECONNRESET and the new connection takes later sends.
+inline constexpr int kProvPeerReconnected = kProvOwnBase + 19;
+inline constexpr int kProvOwnLast = kProvPeerReconnected;
 
 // Whether `prov_errno` is one of the causes above that the device's
 // asynchronous events name (kept as a connection's cause once set).

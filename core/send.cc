@@ -67,7 +67,13 @@ Status Endpoint::Send(const SendArgs& a) {
   const uint32_t peer = *peer_or;
   Peer& p = conns_[peer];
   if (p.state == PeerState::kFailed) {
-    return Status(EHOSTUNREACH, RefusalFor(p.failed_prov_errno));
+    // RDM: once the failed connection's operations are all reported, this
+    // send makes a new connection (rxm does the same); until then, and on a
+    // broken endpoint or FI_EP_MSG, the peer is unreachable.
+    if (!CanReconnect(peer)) {
+      return Status(EHOSTUNREACH, RefusalFor(p.failed_prov_errno));
+    }
+    ResetPeer(peer);
   }
   const bool connected = CanSend(p);
   if (connected && (!p.waiting.empty() || conns_.AvailableCredits(p) == 0 ||

@@ -101,6 +101,7 @@ Status Endpoint::ConnectQp(Peer& p, const wire::CmMessage& their) {
     return s;
   }
   p.remote_qpn = their.rc_qpn;
+  p.remote_psn = their.psn;
   return Status::Ok();
 }
 
@@ -250,21 +251,42 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
     }
   };
   if (m.type == wire::CmType::kRequest) {
+    // A request naming the QP (and its initial PSN) of the connection we
+    // had with the peer is a late copy from that connection (a CM retry, or
+    // the losing request of a crossing): never taken for a new connection.
+    const bool old_qp =
+        p.remote_qpn != 0 && m.rc_qpn == p.remote_qpn && m.psn == p.remote_psn;
     switch (p.state) {
       case PeerState::kIdle:
-        accept();
+        if (!old_qp) accept();
         break;
       case PeerState::kConnecting:
         // Both started: the smaller name's request wins.
-        if (m.from < name_) accept();
+        if (m.from < name_ && !old_qp) accept();
         break;
       case PeerState::kConnected:
-        // Our reply was lost: send it again.
         if (m.request_id == p.answered_id) {
+          // Our reply was lost: send it again.
           (void)SendCm(peer, wire::CmType::kReply);
+        } else if (attr_.type == EndpointType::kRdm && !old_qp) {
+          // A new QP: the peer's side of our connection failed and it
+          // connects again. Ours fails (its operations with ECONNRESET);
+          // once they are reported the request is taken, now or at the
+          // peer's next retry.
+          FailPeer(peer, ECONNRESET, kProvPeerReconnected);
+          if (CanReconnect(peer)) {
+            ResetPeer(peer);
+            accept();
+          }
         }
         break;
       case PeerState::kFailed:
+        // RDM reconnection from the peer's side, once the old connection's
+        // operations are all reported (else its next retry is taken).
+        if (!old_qp && CanReconnect(peer)) {
+          ResetPeer(peer);
+          accept();
+        }
         break;
     }
     return;
@@ -370,6 +392,49 @@ void Endpoint::ReleaseGrant(uint32_t peer) {
   c.grant_held = false;
   rx_granted_ -= c.grant_out;
   --rx_granted_peers_;
+}
+
+bool Endpoint::CanReconnect(uint32_t peer) const {
+  const Peer& p = conns_[peer];
+  // FI_EP_MSG follows fi_msg: the application connects again. A broken
+  // endpoint (its CQ, SRQ or device failed) stays broken. A peer refused for
+  // its CM version would refuse again.
+  if (attr_.type != EndpointType::kRdm || broken_cause_ != 0 ||
+      p.state != PeerState::kFailed || p.failed_prov_errno == kProvCmVersion) {
+    return false;
+  }
+  // While the local port is down a new connection cannot come up: sends are
+  // refused naming the port until its PORT_ACTIVE has been read.
+  if (attr_.async_events != nullptr && attr_.async_events->port_down()) {
+    return false;
+  }
+  // Every operation of the old connection reported first (its flushed work
+  // completions read), so none is taken for the new connection's.
+  return p.waiting.empty() && p.in_flight == 0 && p.sq_outstanding == 0 &&
+         p.acks.empty() && p.reads_waiting.empty();
+}
+
+void Endpoint::ResetPeer(uint32_t peer) {
+  Peer& p = conns_[peer];
+  // The old QP goes first: a credit write-back of the old connection still
+  // on the wire then finds no QP, and cannot land on the new one's word.
+  if (p.qp != nullptr) {
+    (void)p.qp->Destroy();
+    p.qp = nullptr;
+  }
+  ReleaseGrant(peer);  // Already released by FailPeer; a no-op then.
+  p.credits = PeerCredits{};
+  conns_.credits().Forget(peer);
+  p.state = PeerState::kIdle;
+  p.ready = false;
+  p.psn = 0;
+  p.request_id = 0;
+  p.retry_at_ns = 0;
+  p.deadline_armed = false;
+  p.retries = 0;
+  p.failed_err = 0;
+  p.failed_prov_errno = 0;
+  ++stats_.reconnects;
 }
 
 uint64_t Endpoint::RcRetryNs() const {

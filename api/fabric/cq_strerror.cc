@@ -36,6 +36,7 @@ static_assert(SF_PROV_CQ_ERROR == core::kProvCqError);
 static_assert(SF_PROV_SRQ_ERROR == core::kProvSrqError);
 static_assert(SF_PROV_DEVICE_FATAL == core::kProvDeviceFatal);
 static_assert(SF_PROV_ADDRESS_CHANGED == core::kProvAddressChanged);
+static_assert(SF_PROV_PEER_RECONNECTED == core::kProvPeerReconnected);
 static_assert(SF_PROV_OWN_LAST == core::kProvOwnLast);
 
 // Indexed by work-completion status (ibv_wc_status numbering); [0] unused.
@@ -188,6 +189,11 @@ constexpr const char* kOwnSentences[SF_PROV_OWN_LAST - SF_PROV_OWN_BASE + 1] = {
     "address changed: the port's LID or the GID in the endpoint's name "
     "changed, so peers holding the old name cannot reach it; open a new "
     "endpoint and exchange names again",
+    // SF_PROV_PEER_RECONNECTED
+    "peer reconnected: the peer's side of the connection failed (lost "
+    "packets past the RC retry time, a link or port down) and it connected "
+    "again; operations of the old connection are lost, later sends use "
+    "the new one",
 };
 
 constexpr const char kNotCq[] =

@@ -426,7 +426,11 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
  * endpoint and exchange names again. Other port events (P_Key table, subnet
  * manager) change nothing and are not reported. */
 #define SF_PROV_ADDRESS_CHANGED (SF_PROV_OWN_BASE + 18)
-#define SF_PROV_OWN_LAST SF_PROV_ADDRESS_CHANGED
+/* An SF_EP_RDM peer whose side of a connection failed connected again while
+ * ours still looked up: operations of the old connection fail with
+ * SF_ECONNRESET; later sends go on the new connection. */
+#define SF_PROV_PEER_RECONNECTED (SF_PROV_OWN_BASE + 19)
+#define SF_PROV_OWN_LAST SF_PROV_PEER_RECONNECTED
 
 /* fi_cq_strerror(3): a sentence for an error entry's prov_errno that names
  * the cause and what to check (for 13: the receiver had no receive posted
