@@ -67,8 +67,12 @@ class ConnectionTable {
     uint32_t sq_outstanding = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
     uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
-    int failed_err = 0;            // Why the peer failed (kFailed),
-    int failed_prov_errno = 0;     // and its cause (core/prov_errno.h).
+    // RDM: a connection attempt that failed (the peer never answered) is
+    // not made again before this time (wireup.cc, CanReconnect), so sends
+    // to a peer that is gone are refused instead of each trying anew.
+    uint64_t reconnect_after_ns = 0;
+    int failed_err = 0;         // Why the peer failed (kFailed),
+    int failed_prov_errno = 0;  // and its cause (core/prov_errno.h).
     // Acks and read-dones waiting for a credit: (op, msg id).
     std::deque<std::pair<wire::Op, uint64_t>> acks;
     std::deque<uint32_t> reads_waiting;  // READs waiting for send queue room.

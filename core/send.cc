@@ -70,7 +70,10 @@ Status Endpoint::Send(const SendArgs& a) {
     // RDM: once the failed connection's operations are all reported, this
     // send makes a new connection (rxm does the same); until then, and on a
     // broken endpoint or FI_EP_MSG, the peer is unreachable.
-    if (!CanReconnect(peer)) {
+    // A peer that did not answer our last attempt is tried again only an
+    // RC retry time later (its own request is taken at once, OnCm).
+    if (!CanReconnect(peer) ||
+        device_->clock().NowNs() < p.reconnect_after_ns) {
       return Status(EHOSTUNREACH, RefusalFor(p.failed_prov_errno));
     }
     ResetPeer(peer);

@@ -452,6 +452,13 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
     prov_errno = p.failed_prov_errno;
   }
   p.state = PeerState::kFailed;
+  if (was != PeerState::kFailed) {
+    // A failed attempt holds the next one off for an RC retry time; a
+    // connection that was up may be made again at once.
+    p.reconnect_after_ns = was == PeerState::kConnecting
+                               ? device_->clock().NowNs() + RcRetryNs()
+                               : 0;
+  }
   ReleaseGrant(peer);  // Its QP takes no more of our buffers.
   if (attr_.type == EndpointType::kMsg && !listener_ &&
       !conns_.msg().shutdown && was != PeerState::kFailed) {
