@@ -34,6 +34,11 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
       attr.rc_timeout > 31) {
     return InvalidArgument("endpoint attributes out of range");
   }
+  if (attr.rc_retry_count > 6) {
+    return InvalidArgument(
+        "rc_retry_count must be 0..6: 7 means retry forever on rxe, and a "
+        "dead peer would never be detected");
+  }
   if (attr.async_events != nullptr && attr.async_events->device() != device) {
     return InvalidArgument("the async event reader is another device's");
   }

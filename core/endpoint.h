@@ -116,6 +116,10 @@ struct EndpointAttr {
   // RC local ack timeout, as the IB exponent: 4.096 us * 2^rc_timeout before
   // an unacknowledged packet is resent (14: 67 ms, a common default).
   uint8_t rc_timeout = 14;
+  // RC retries of an unacknowledged packet (ibv_qp_attr.retry_cnt) before
+  // the connection fails: 0..6. Not 7: Soft-RoCE (rxe, Linux 6.1) takes 7
+  // as "retry forever", so a dead peer would never be detected there.
+  uint8_t rc_retry_count = 6;
   uint32_t cm_retries_max = 50;
   // The class of service of every path the endpoint makes (RC connections,
   // datagrams, the CM's own datagrams). The API takes it from sf_fabric_attr

@@ -15,12 +15,11 @@ namespace softfab::core {
 namespace tp = ::softfab::transport;
 
 namespace {
-// RC: 6 retries of the ack timeout (EndpointAttr::rc_timeout), then the QP
-// fails (IBV_WC_RETRY_EXC_ERR) and so does the peer. Not 7: Soft-RoCE (rxe,
-// Linux 6.1) takes retry_cnt 7 as "retry forever", like rnr_retry, so a
-// peer that died was never detected there. The core never provokes RNR
-// (credits), so RNR retry is unlimited.
-constexpr uint8_t kRetryCount = 6;
+// RC: EndpointAttr::rc_retry_count retries (6 by default, never 7: see
+// there) of the ack timeout (EndpointAttr::rc_timeout), then the QP fails
+// (IBV_WC_RETRY_EXC_ERR) and so does the peer, until the next send makes a
+// new connection. The core never provokes RNR (credits), so RNR retry is
+// unlimited.
 constexpr uint8_t kRnrRetryForever = 7;
 constexpr uint8_t kMinRnrTimer = 12;
 }  // namespace
@@ -89,7 +88,7 @@ Status Endpoint::ConnectQp(Peer& p, const wire::CmMessage& their) {
   a.qp_state = tp::QpState::kRts;
   a.sq_psn = p.psn;
   a.timeout = attr_.rc_timeout;
-  a.retry_cnt = kRetryCount;
+  a.retry_cnt = attr_.rc_retry_count;
   a.rnr_retry = kRnrRetryForever;
   // READs we have in flight to the peer: what we issue and it serves.
   a.max_rd_atomic =
@@ -246,7 +245,8 @@ void Endpoint::OnCm(const uint8_t* bytes, size_t len) {
       // waits forever.
       p.retry_at_ns = device_->clock().NowNs() +
                       uint64_t{attr_.cm_retries_max} * attr_.cm_retry_ns +
-                      (uint64_t{4096} << attr_.rc_timeout) * (kRetryCount + 1);
+                      (uint64_t{4096} << attr_.rc_timeout) *
+                          (uint64_t{attr_.rc_retry_count} + 1);
       p.deadline_armed = false;  // Armed once a send waits for it.
     }
   };
@@ -438,7 +438,8 @@ void Endpoint::ResetPeer(uint32_t peer) {
 }
 
 uint64_t Endpoint::RcRetryNs() const {
-  return (uint64_t{4096} << attr_.rc_timeout) * (kRetryCount + 1);
+  return (uint64_t{4096} << attr_.rc_timeout) *
+         (uint64_t{attr_.rc_retry_count} + 1);
 }
 
 void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,

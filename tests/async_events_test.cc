@@ -48,7 +48,9 @@ struct Node {
 class TwoNodes {
  public:
   // Opens the fabric with `faults` (fatal failures abort the test).
-  void Open(const sim::FaultPlan& faults) {
+  // With `tuning`, both domains are tuned with it (sf_sim_domain_tune).
+  void Open(const sim::FaultPlan& faults,
+            const softfab::sf_sim_ep_tuning* tuning = nullptr) {
     sim::SimConfig config;
     config.nodes = 2;
     config.faults = faults;
@@ -65,6 +67,10 @@ class TwoNodes {
       ea.caps = SF_MSG | SF_TAGGED;
       size_t len = SF_NAME_BYTES;
       ASSERT_EQ(sf_domain_open(fabric_, i, &n.domain, nullptr), 0);
+      if (tuning != nullptr) {
+        ASSERT_EQ(softfab::sf_sim_domain_tune(n.domain, *tuning), 0)
+            << sf_last_error();
+      }
       ASSERT_EQ(sf_cq_open(n.domain, &ca, &n.cq, nullptr), 0);
       ASSERT_EQ(sf_av_open(n.domain, nullptr, &n.av, nullptr), 0);
       ASSERT_EQ(sf_endpoint(n.domain, &ea, &n.ep, nullptr), 0);
@@ -550,4 +556,47 @@ TEST(AsyncEventsTest, RdmPeerReconnectsOnTheNextSendAfterALongPortDown) {
       "refused while its PORT_ACTIVE was unread); both directions done %.3f "
       "ms after it\n",
       (sent_ns - kUpNs) / 1e6, refused, (t.NowNs() - sent_ns) / 1e6);
+}
+
+// The RC retry count is settable (sf_sim_domain_tune rc_retry_count, issue
+// 20 item 5): with 2 retries a port down for good fails the sends after 3
+// tries of the 67 ms timeout (201 ms), not 7 (470 ms); 7 is refused, since
+// Soft-RoCE takes it as "retry forever". Before, the count was fixed at 6
+// and the field did not exist.
+TEST(AsyncEventsTest, RcRetryCountIsSettable) {
+  constexpr uint64_t kDownNs = 20'000'000;
+  constexpr uint64_t kTryNs = uint64_t{4096} << 14;
+  softfab::sf_sim_ep_tuning tuning{};
+  tuning.rc_retry_count = 2;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(
+      Plan({Node0Fault(sim::TimedFaultKind::kLinkDown, kDownNs)}), &tuning));
+  softfab::sf_sim_ep_tuning forever{};
+  forever.rc_retry_count = 7;
+  EXPECT_EQ(softfab::sf_sim_domain_tune(t[0].domain, forever), -SF_EINVAL);
+  EXPECT_NE(std::string(sf_last_error()).find("forever"), std::string::npos)
+      << sf_last_error();
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kDownNs));
+  t.RunUntil(kDownNs);
+  std::vector<Outcome> outcomes(2);
+  uint8_t payload[64] = {};
+  for (Outcome& o : outcomes) {
+    ASSERT_EQ(
+        sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7, &o),
+        0)
+        << sf_last_error();
+  }
+  std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
+  Collect(t, outcomes, kDownNs + 5 * kBoundNs, &events);
+  for (const Outcome& o : outcomes) {
+    ASSERT_TRUE(o.done);
+    EXPECT_EQ(o.prov_errno, SF_PROV_PORT_DOWN);
+    // 3 tries from the post (a few microseconds after the port went down).
+    EXPECT_GE(o.at_ns - kDownNs, 3 * kTryNs);
+    EXPECT_LT(o.at_ns - kDownNs, 4 * kTryNs);
+    std::printf(
+        "with 2 retries the send failed %.3f ms after the port went "
+        "down (6 retries: 470 ms)\n",
+        (o.at_ns - kDownNs) / 1e6);
+  }
 }

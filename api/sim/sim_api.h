@@ -41,6 +41,12 @@ struct sf_sim_ep_tuning {
   // (64). Small values make a receiver's bounce buffers (and so its SRQ)
   // small too.
   uint32_t credits;
+  // RC retries of an unacknowledged packet before the connection fails
+  // (ibv_qp_attr.retry_cnt), 1..6; 0: the default (6, so 7 tries: about
+  // 0.47 s at the default timeout). 7 is refused: Soft-RoCE takes it as
+  // "retry forever" and would never report a dead peer. A failed RDM
+  // connection is made anew by the next send to the peer.
+  uint8_t rc_retry_count;
 };
 // -SF_EINVAL for a bad domain or out-of-range values; works on any backend.
 [[nodiscard]] int sf_sim_domain_tune(sf_domain* domain,

@@ -48,7 +48,14 @@ int sf_sim_domain_tune(sf_domain* pub, const sf_sim_ep_tuning& tuning) {
   if (tuning.credits > (1u << 16)) {
     return Fail(EINVAL, "credits must be at most 65536");
   }
+  if (tuning.rc_retry_count > 6) {
+    return Fail(EINVAL,
+                "rc_retry_count must be 1..6 (0: the default, 6): 7 means "
+                "retry forever on rxe, so a dead peer would never be "
+                "detected");
+  }
   d->tuned_rc_timeout = tuning.rc_timeout;
+  d->tuned_rc_retry_count = tuning.rc_retry_count;
   d->tuned_credits = tuning.credits;
   return 0;
 }

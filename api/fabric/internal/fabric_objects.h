@@ -116,6 +116,7 @@ struct Domain : sf_domain {
   // RC settings for endpoints created from now on (api/sim/sim_api.h,
   // sf_sim_domain_tune); 0 keeps the core's default.
   uint8_t tuned_rc_timeout = 0;
+  uint8_t tuned_rc_retry_count = 0;
   uint32_t tuned_credits = 0;
   // The reader of the device's asynchronous events, made with the first
   // endpoint and shared with every open domain on the same device (on a
@@ -237,6 +238,9 @@ inline core::AsyncEventDispatcher* AsyncEventsOf(Domain* d) {
 // defaults, so its runs stay as they were).
 inline void SetBackendTiming(Domain* d, core::EndpointAttr* a) {
   if (d->tuned_rc_timeout != 0) a->rc_timeout = d->tuned_rc_timeout;
+  if (d->tuned_rc_retry_count != 0) {
+    a->rc_retry_count = d->tuned_rc_retry_count;
+  }
   if (d->tuned_credits != 0) a->credits = d->tuned_credits;
   a->channel = d->channel;
   a->mr_cache = d->mr_cache.get();
