@@ -267,7 +267,7 @@ bool SeedRun::Setup() {
   for (int32_t i = 0; i < s_.topology.nodes; ++i) {
     Node& n = nodes_[i];
     if (sf_domain_open(fabric_, i, &n.domain, nullptr) != 0) return false;
-    sf_sim_ep_tuning tuning{w.rc_timeout, w.credits};
+    sf_sim_ep_tuning tuning{w.rc_timeout, w.credits, /*rc_retry_count=*/0};
     if (sf_sim_domain_tune(n.domain, tuning) != 0) return false;
     sf_av_attr av_attr{};
     av_attr.count = static_cast<size_t>(s_.topology.nodes) * eps;
