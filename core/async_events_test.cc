@@ -267,6 +267,12 @@ TEST(AsyncEventsCoreTest, DeviceFatalBreaksEveryEndpointOnTheDevice) {
               std::string::npos)
         << s.message();
     EXPECT_EQ(n.Recv(i, buf, sizeof buf).code(), EIO);
+    // A broken endpoint stays broken: with every failed operation reported,
+    // a send still makes no new connection (issue 20 item 5: only a failed
+    // peer reconnects).
+    for (int r = 0; r < 100; ++r) n.ProgressAll();
+    EXPECT_EQ(n.Send(i, n.last(), buf, sizeof buf, nullptr).code(), EIO);
+    EXPECT_EQ(n[i].ep->stats().reconnects, 0u);
   }
   EXPECT_TRUE(n.reader0().device_fatal());
   EXPECT_EQ(n.reader0().stats().device_fatal, 1u);
