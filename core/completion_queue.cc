@@ -1,18 +1,20 @@
 #include "core/completion_queue.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace softfab::core {
 
 CompletionQueue::CompletionQueue(size_t size) : ring_(size), ring_seq_(size) {}
 
-Status CompletionQueue::Reserve() {
+Status CompletionQueue::Reserve(size_t keep_free) {
   const size_t errors = errors_.size() - error_head_;
   // While an operation may write unreserved entries, one slot stays
   // unpromised: its next entry can always be written once the application
   // reads what is there (were every slot promised, it would wait for room
   // that only its own progress could free).
-  const size_t spare = unreserved_writers_ > 0 ? 1 : 0;
+  const size_t spare =
+      std::max<size_t>(unreserved_writers_ > 0 ? 1 : 0, keep_free);
   if (count_ + errors + reserved_ + spare >= ring_.size()) {
     return TryAgain("completion queue full: read completions, then retry");
   }

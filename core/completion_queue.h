@@ -57,8 +57,10 @@ class CompletionQueue {
   size_t size() const { return ring_.size(); }
 
   // Claims room for one future entry (success or error). EAGAIN when every
-  // slot is taken or promised.
-  Status Reserve();
+  // slot is taken or promised, or when fewer than `keep_free` would stay
+  // unpromised after this one (for a post whose completion needs another
+  // post to the same queue first).
+  Status Reserve(size_t keep_free = 0);
   // Operations that may write entries no one reserved (a multi-recv
   // buffer's per-message entries) register while they are posted; Reserve
   // then keeps one slot free for them.

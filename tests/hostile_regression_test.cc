@@ -268,6 +268,53 @@ TEST(HostileRegression, MultiRecvKeepsASlotForItsMessages) {
   EXPECT_EQ(std::vector<uint8_t>(multi.begin(), multi.begin() + 100), out);
 }
 
+// api_calls: sends to the endpoint itself (rendezvous, so each completes
+// only when a receive here takes it) held every slot of a CQ of 4, so no
+// receive could be posted and none of them could ever complete. A send to
+// itself now leaves one slot unpromised for the receive it needs.
+TEST(HostileRegression, SendsToItselfLeaveASlotForTheirReceive) {
+  Pair p(/*cq_size=*/4);
+  std::vector<uint8_t> out(61680, 7), in(61680, 0);
+  int sends[4], recv = 0;
+  // Each send tried until it is taken or the CQ refuses it (credits come
+  // once the connection to itself is up).
+  int accepted = 0;
+  std::string refusal;
+  for (int& context : sends) {
+    ssize_t rc = -SF_EAGAIN;
+    for (int i = 0; i < 200 && rc == -SF_EAGAIN && refusal.empty(); ++i) {
+      rc = sf_tsend(p.ep[0], out.data(), out.size(), nullptr, p.addr[0], 9,
+                    &context);
+      if (rc == -SF_EAGAIN &&
+          std::string(sf_last_error()).find("completion queue") !=
+              std::string::npos) {
+        refusal = sf_last_error();
+      }
+      (void)sf_cq_read(p.cq[0], nullptr, 0);  // progress
+    }
+    if (rc == 0) ++accepted;
+  }
+  EXPECT_FALSE(refusal.empty()) << "the fourth send was taken";
+  EXPECT_EQ(accepted, 3);
+  int done = 0;
+  for (int round = 0; round < 100 && done < 2 * accepted; ++round) {
+    const ssize_t rc = sf_trecv(p.ep[0], in.data(), in.size(), nullptr,
+                                SF_ADDR_UNSPEC, 9, 0, &recv);
+    ASSERT_TRUE(rc == 0 || rc == -SF_EAGAIN) << rc;
+    sf_cq_tagged_entry e{};
+    for (int i = 0; i < 50; ++i) {
+      const ssize_t n = sf_cq_sread(p.cq[0], &e, 1, nullptr, 1);
+      ASSERT_NE(n, -SF_EAVAIL) << "an error completion";
+      if (n == 1) {
+        ++done;
+        if (e.op_context == &recv) break;
+      }
+    }
+  }
+  EXPECT_EQ(done, 2 * accepted) << "sends and receives completed";
+  EXPECT_EQ(in, out);
+}
+
 // api_calls (after the half-open fix): B accepted A's request and, A's owner
 // not driving progress, failed the peer at its deadline; A then connected
 // with B's late reply and sent a rendezvous request, and waited for ever for
