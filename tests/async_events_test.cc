@@ -193,6 +193,16 @@ struct Outcome {
 // it became readable: everything readable is taken with timed reads of 0 ms
 // (a plain read of an empty queue runs the fabric's next event however far),
 // then a wait of 1 ms lets time run.
+// Posts one tagged send of `len` bytes from `buf` per outcome, node 0 to
+// node 1; every post must be taken.
+void SendEach(TwoNodes& t, std::vector<Outcome>& outcomes, const void* buf,
+              size_t len, uint64_t tag) {
+  for (Outcome& o : outcomes) {
+    ASSERT_EQ(sf_tsend(t[0].ep, buf, len, nullptr, t[0].peer, tag, &o), 0)
+        << sf_last_error();
+  }
+}
+
 void Collect(TwoNodes& t, std::vector<Outcome>& outcomes, uint64_t deadline_ns,
              std::vector<std::pair<sf_eq_err_entry, uint64_t>>* events) {
   auto all_done = [&] {
@@ -322,13 +332,8 @@ TEST(AsyncEventsTest, PortDownIsAnEqErrorAndNamesTheFailedSends) {
   constexpr int kSends = 4;
   std::vector<Outcome> outcomes(kSends);
   uint8_t payload[64] = {};
-  for (Outcome& o : outcomes) {
-    // Not refused: a port down refuses nothing (the link may come back).
-    ASSERT_EQ(
-        sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7, &o),
-        0)
-        << sf_last_error();
-  }
+  // Not refused: a port down refuses nothing (the link may come back).
+  ASSERT_NO_FATAL_FAILURE(SendEach(t, outcomes, payload, sizeof payload, 7));
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kDownNs + 5 * kBoundNs, &events);
   // Every send failed once, naming the port, within the bound.
@@ -406,11 +411,7 @@ TEST(AsyncEventsTest, QpFatalFailsSendsWaitingForThePeer) {
   constexpr int kSends = 4;
   std::vector<Outcome> outcomes(kSends);
   std::vector<uint8_t> big(64 * 1024, 0x5A);
-  for (Outcome& o : outcomes) {
-    ASSERT_EQ(
-        sf_tsend(t[0].ep, big.data(), big.size(), nullptr, t[0].peer, 9, &o), 0)
-        << sf_last_error();
-  }
+  ASSERT_NO_FATAL_FAILURE(SendEach(t, outcomes, big.data(), big.size(), 9));
   // Their headers are delivered and acknowledged; they wait for node 1.
   softfab::sf_sim_fabric(t.fabric())->SetPollHorizon(kFaultNs - 1);
   for (int r = 0; r < 1000; ++r) t.Progress();
@@ -447,11 +448,7 @@ TEST(AsyncEventsTest, QpFatalNamesTheFlushedSends) {
   constexpr int kSends = 8;
   std::vector<Outcome> outcomes(kSends);
   uint8_t small[64] = {};
-  for (Outcome& o : outcomes) {
-    ASSERT_EQ(sf_tsend(t[0].ep, small, sizeof small, nullptr, t[0].peer, 9, &o),
-              0)
-        << sf_last_error();
-  }
+  ASSERT_NO_FATAL_FAILURE(SendEach(t, outcomes, small, sizeof small, 9));
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kFaultNs + 2 * kBoundNs, &events);
   ExpectAllFailed(outcomes, SF_PROV_QP_FATAL, kFaultNs, "the QP error");
@@ -478,12 +475,7 @@ TEST(AsyncEventsTest, RdmPeerReconnectsOnTheNextSendAfterALongPortDown) {
   constexpr int kSends = 4;
   std::vector<Outcome> outcomes(kSends);
   uint8_t payload[64] = {};
-  for (Outcome& o : outcomes) {
-    ASSERT_EQ(
-        sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7, &o),
-        0)
-        << sf_last_error();
-  }
+  ASSERT_NO_FATAL_FAILURE(SendEach(t, outcomes, payload, sizeof payload, 7));
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kDownNs + 5 * kBoundNs, &events);
   // Every send failed once, naming the port (read by the time the port came
@@ -580,12 +572,7 @@ TEST(AsyncEventsTest, RcRetryCountIsSettable) {
   t.RunUntil(kDownNs);
   std::vector<Outcome> outcomes(2);
   uint8_t payload[64] = {};
-  for (Outcome& o : outcomes) {
-    ASSERT_EQ(
-        sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7, &o),
-        0)
-        << sf_last_error();
-  }
+  ASSERT_NO_FATAL_FAILURE(SendEach(t, outcomes, payload, sizeof payload, 7));
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kDownNs + 5 * kBoundNs, &events);
   for (const Outcome& o : outcomes) {
