@@ -631,11 +631,11 @@ class SimdBackend final : public tp::Backend {
 
   tp::WaitResult Wait(const tp::WaitSet&, uint64_t deadline_ns,
                       tp::Sleeper*) override {
-    return Park(deadline_ns)           ? tp::WaitResult::kWoken
-           : deadline_ns == UINT64_MAX ? tp::WaitResult::kIdle
-                                       : tp::WaitResult::kWoken;
+    return Park(deadline_ns, /*polling=*/false) ? tp::WaitResult::kWoken
+           : deadline_ns == UINT64_MAX          ? tp::WaitResult::kIdle
+                                                : tp::WaitResult::kWoken;
   }
-  void NothingToRead() override { (void)Park(UINT64_MAX); }
+  void NothingToRead() override { (void)Park(UINT64_MAX, /*polling=*/true); }
   Status health() const override {
     return c_->broken() ? Status(EIO, "the fabric daemon is gone")
                         : Status::Ok();
@@ -649,10 +649,14 @@ class SimdBackend final : public tp::Backend {
  private:
   // Parks until time has moved and something concerns this node, then
   // brings what the fabric wrote into this process's memory. False when the
-  // daemon says nothing can happen any more (or is gone).
-  bool Park(uint64_t deadline_ns) {
+  // daemon says nothing can happen any more (or is gone). `polling`: an
+  // empty poll, not a wait (the program may be watching something else too;
+  // the daemon may then let the poll return with nothing, at once).
+  bool Park(uint64_t deadline_ns, bool polling) {
     Request req;
     req.c = deadline_ns;
+    req.b = static_cast<uint64_t>(gettid());
+    req.flags = polling ? kParkPolling : 0;
     Reply r;
     std::vector<uint8_t> tail;
     if (!c_->Call(Op::kPark, req, nullptr, &r, &tail).ok()) return false;

@@ -12,7 +12,8 @@
 # 1% reordered) twice with one seed (the same digest and completion traces)
 # and once with another (other retransmissions); a capture (--pcap). Then
 # unmodified Open MPI: mpirun -n 4 of tests/libfabric/mpi_ring.c (built with
-# mpicc) on `softfab fabricd`, clean and lossy (with a completion trace), and
+# mpicc) on `softfab fabricd`, clean and lossy, each twice with the same
+# digest and completion trace, and lossy with another seed; and
 # NPopenmpi (NetPIPE) to completion.
 # And node / service addressing through the daemon's address book
 # (tests/libfabric/fi_node_service_test, each case a process of its own).
@@ -203,18 +204,32 @@ if [ -n "$preload" ]; then
   echo "(sanitizer build: Open MPI runs in the plain pass)"
 elif command -v mpicc >/dev/null && command -v mpirun >/dev/null && [ -n "$mpi_ring_c" ]; then
   mpicc -O2 -o "$tmp/mpi_ring" "$mpi_ring_c"
-  check "Open MPI: mpirun -n 4 on softfab fabricd" fabricd_mpirun "$tmp/m1" 4 -- "$tmp/mpi_ring"
+  check "Open MPI: mpirun -n 4 on softfab fabricd" fabricd_mpirun "$tmp/m1" 4 --trace \
+    "$tmp/m1.trace" -- "$tmp/mpi_ring"
   check "  ...ring, all-to-all, any source, 0 B to 4 MiB, every byte" \
     grep -q "^mpi_ring: 4 ranks, 0 errors" "$tmp/m1"
-  check "Open MPI under loss" fabricd_mpirun "$tmp/m2" 4 --scenario "$lossy" --trace \
+  check "  ...again: the same digest, virtual time and completion trace" \
+    fabricd_mpirun "$tmp/m1b" 4 --trace "$tmp/m1b.trace" -- "$tmp/mpi_ring"
+  check "  ...(digest)" test -n "$(digest "$tmp/m1")" -a "$(digest "$tmp/m1")" = "$(digest "$tmp/m1b")"
+  check "  ...(trace)" cmp -s "$tmp/m1.trace" "$tmp/m1b.trace"
+  check "Open MPI under loss" fabricd_mpirun "$tmp/m2" 4 --scenario "$lossy" --seed 1 --trace \
     "$tmp/m2.trace" -- "$tmp/mpi_ring"
   check "  ...every byte" grep -q "^mpi_ring: 4 ranks, 0 errors" "$tmp/m2"
   check "  ...packets were dropped and retransmitted" grep -qE 'retransmissions [1-9]' "$tmp/m2"
   check "  ...a completion trace for each rank" test "$(grep -c '^node [0-3]: [1-9]' \
     "$tmp/m2.trace")" = 4
-  # Not checked yet: that a second run gives the same digest (measured: 5 of
-  # 6 runs did; README, "Which programs stay reproducible").
-  grep -h 'softfab fabricd:' -A1 "$tmp/m1" "$tmp/m2"
+  # The rule that makes this hold: internal/thread_watch.h.
+  check "  ...the same seed again" fabricd_mpirun "$tmp/m2b" 4 --scenario "$lossy" --seed 1 \
+    --trace "$tmp/m2b.trace" -- "$tmp/mpi_ring"
+  check "  ...the same digest and virtual time" test -n "$(digest "$tmp/m2")" -a \
+    "$(digest "$tmp/m2")" = "$(digest "$tmp/m2b")"
+  check "  ...the same completion trace, rank by rank" cmp -s "$tmp/m2.trace" "$tmp/m2b.trace"
+  check "  ...another seed, every byte" fabricd_mpirun "$tmp/m3" 4 --scenario "$lossy" --seed 2 \
+    -- "$tmp/mpi_ring"
+  check "  ...(every byte)" grep -q "^mpi_ring: 4 ranks, 0 errors" "$tmp/m3"
+  check "  ...other retransmissions" test "$(retransmissions "$tmp/m2")" != \
+    "$(retransmissions "$tmp/m3")"
+  grep -h 'softfab fabricd:' -A2 "$tmp/m1" "$tmp/m1b" "$tmp/m2" "$tmp/m2b" "$tmp/m3"
   if command -v NPopenmpi >/dev/null; then
     # NetPIPE sizes its repetitions from the wall clock: no determinism check.
     check "NPopenmpi -u 65536 to completion" fabricd_mpirun "$tmp/np" 2 -- NPopenmpi -u 65536 \

@@ -3,14 +3,17 @@
 #include "backends/simd/outside_processes.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -140,29 +143,145 @@ int AnyUnixQueued(const std::vector<unsigned long>& sleepers) {
   return found;
 }
 
+// Reads a /proc file of a few hundred bytes into `buf`, NUL-terminated,
+// through `*fd` (opened on first use and kept: a /proc file read again from
+// its start shows the present).
+bool ReadFile(int* fd, const char* path, char* buf, size_t size) {
+  if (*fd < 0) *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) return false;
+  const ssize_t n = pread(*fd, buf, size - 1, 0);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+// A system call that sleeps until a time: the thread wakes by itself.
+bool IsTimerSleep(long nr) {
+#ifdef SYS_nanosleep
+  if (nr == SYS_nanosleep) return true;
+#endif
+  return nr == SYS_clock_nanosleep;
+}
+
+// How many times the thread at /proc/PID/task/TID has been given a CPU:
+// schedstat's third figure (read through `*fd`), else the context switches
+// in its status.
+uint64_t RunCount(int* fd, const std::string& task) {
+  char buf[4096];
+  unsigned long long run_ns = 0, wait_ns = 0, slices = 0;
+  if (ReadFile(fd, (task + "/schedstat").c_str(), buf, sizeof buf) &&
+      std::sscanf(buf, "%llu %llu %llu", &run_ns, &wait_ns, &slices) == 3) {
+    return slices;
+  }
+  int status = -1;
+  const bool read =
+      ReadFile(&status, (task + "/status").c_str(), buf, sizeof buf);
+  if (status >= 0) close(status);
+  if (!read) return 0;
+  uint64_t runs = 0;
+  for (const char* key :
+       {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+    if (const char* at = std::strstr(buf, key)) {
+      runs += std::strtoull(at + std::strlen(key), nullptr, 10);
+    }
+  }
+  return runs;
+}
+
+bool ByTidThenRuns(const ThreadLook& a, const ThreadLook& b) {
+  return a.tid != b.tid ? a.tid < b.tid : a.runs < b.runs;
+}
+
 }  // namespace
 
-bool AllThreadsSleep(pid_t pid) {
+bool ThreadsWaiting(pid_t pid, pid_t except_tid,
+                    std::vector<ThreadLook>* looks) {
+  ThreadReader reader;
+  return reader.Waiting(pid, except_tid, looks, nullptr);
+}
+
+void ThreadReader::CloseFiles(Files& f) {
+  for (int fd : {f.stat, f.schedstat, f.syscall}) {
+    if (fd >= 0) close(fd);
+  }
+}
+
+ThreadReader::~ThreadReader() {
+  for (auto& [key, f] : files_) CloseFiles(f);
+}
+
+void ThreadReader::Forget(pid_t pid) {
+  auto it = files_.lower_bound({pid, 0});
+  while (it != files_.end() && it->first.first == pid) {
+    CloseFiles(it->second);
+    it = files_.erase(it);
+  }
+}
+
+bool ThreadReader::Waiting(pid_t pid, pid_t except_tid,
+                           std::vector<ThreadLook>* looks,
+                           const std::vector<ThreadLook>* known) {
   const std::string dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return false;
-  bool all = true, any = false;
+  if (d == nullptr) {
+    Forget(pid);
+    return false;
+  }
+  std::vector<pid_t> tids;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.') continue;
-    const std::string path = dir + "/" + e->d_name + "/stat";
-    FILE* f = std::fopen(path.c_str(), "r");
-    if (f == nullptr) continue;
-    char buf[512];
-    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-    std::fclose(f);
-    buf[n] = '\0';
-    // "pid (comm) S ...": the state follows the last ')'.
+    if (e->d_name[0] != '.') tids.push_back(std::atoi(e->d_name));
+  }
+  closedir(d);
+  std::sort(tids.begin(), tids.end());
+  for (auto it = files_.lower_bound({pid, 0});
+       it != files_.end() && it->first.first == pid; ++it) {
+    it->second.listed = false;
+  }
+  bool all = true, any = false;
+  char buf[512];
+  for (pid_t tid : tids) {
+    if (tid == except_tid) {
+      any = true;
+      continue;
+    }
+    Files& f = files_[{pid, tid}];
+    f.listed = true;
+    const std::string task = dir + "/" + std::to_string(tid);
+    // "tid (comm) S ...": the state follows the last ')'.
+    if (!ReadFile(&f.stat, (task + "/stat").c_str(), buf, sizeof buf)) {
+      continue;  // gone since the listing
+    }
     const char* close_paren = std::strrchr(buf, ')');
     if (close_paren == nullptr || close_paren[1] != ' ') continue;
     any = true;
-    if (close_paren[2] != 'S') all = false;
+    ThreadLook look;
+    look.tid = tid;
+    look.runs = RunCount(&f.schedstat, task);
+    const bool waited_so =
+        known != nullptr &&
+        std::binary_search(known->begin(), known->end(), look, ByTidThenRuns);
+    if (close_paren[2] != 'S') {
+      all = false;
+    } else if (!waited_so &&
+               ReadFile(&f.syscall, (task + "/syscall").c_str(), buf,
+                        sizeof buf) &&
+               IsTimerSleep(std::atol(buf))) {
+      // "NR arg1 ...": asleep on a timer.
+      all = false;
+    }
+    if (looks != nullptr) looks->push_back(look);
+    if (!all && looks == nullptr) break;
   }
-  closedir(d);
+  // Threads gone since the last look: their files go too.
+  for (auto it = files_.lower_bound({pid, 0});
+       it != files_.end() && it->first.first == pid;) {
+    if (it->second.listed) {
+      ++it;
+      continue;
+    }
+    CloseFiles(it->second);
+    it = files_.erase(it);
+  }
   return any && all;
 }
 

@@ -13,14 +13,64 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 namespace softfab::simd {
 
-// Every thread of `pid` is in state S (sleeping interruptibly in the kernel:
-// a read, a poll, a futex...). A thread in R (running or woken) or D
-// (uninterruptible: disk, a page fault) is not.
-bool AllThreadsSleep(pid_t pid);
+// One thread as a look saw it (ThreadsWaiting): two looks that saw the same
+// threads with the same counts saw threads that did not run in between.
+struct ThreadLook {
+  pid_t tid = 0;
+  uint64_t runs = 0;  // how many times it has been given a CPU
+  bool operator==(const ThreadLook&) const = default;
+};
+
+// Every thread of `pid` but `except_tid` (0: none) waits in the kernel for
+// something to happen: state S (a read, a poll, a futex...), and not asleep
+// on a timer (nanosleep, clock_nanosleep, as usleep() and sleep() are):
+// such a thread wakes by itself in a moment and acts, as Open MPI's wait
+// loops do between their polls. A thread in R (running or woken) or D
+// (uninterruptible: disk, a page fault) does not wait. Each thread looked at
+// is appended to `looks` (when not null), in tid order. False when the
+// process cannot be read. (A thread's system call is read from
+// /proc/TID/syscall, which needs the right to trace it; where that is
+// refused, a sleeping thread counts as waiting.)
+bool ThreadsWaiting(pid_t pid, pid_t except_tid,
+                    std::vector<ThreadLook>* looks);
+inline bool AllThreadsSleep(pid_t pid) {
+  return ThreadsWaiting(pid, 0, nullptr);
+}
+
+// ThreadsWaiting for a caller that looks often at the same processes: each
+// thread's /proc files stay open between looks (a look is then one read
+// per file), and a thread whose count of runs is what `known` (an earlier
+// look's, in tid order) says has not run since: it still waits where it
+// waited then, so its system call is not read again.
+class ThreadReader {
+ public:
+  ThreadReader() = default;
+  ThreadReader(const ThreadReader&) = delete;
+  ThreadReader& operator=(const ThreadReader&) = delete;
+  ~ThreadReader();
+
+  bool Waiting(pid_t pid, pid_t except_tid, std::vector<ThreadLook>* looks,
+               const std::vector<ThreadLook>* known);
+  // Closes the files of `pid`'s threads.
+  void Forget(pid_t pid);
+
+ private:
+  struct Files {
+    int stat = -1;
+    int schedstat = -1;
+    int syscall = -1;
+    bool listed = false;  // seen in the last listing of its process
+  };
+  static void CloseFiles(Files& f);
+  std::map<std::pair<pid_t, pid_t>, Files> files_;  // by (pid, tid)
+};
 
 // No bytes on their way to a sleeper: no TCP socket (IPv4 or IPv6) of
 // `pids` (every process of the run) has unacknowledged bytes in its send

@@ -92,7 +92,9 @@ enum class Op : uint32_t {
   kGetAsyncEvent,
   kScheduleWakeup,
   kPark,  // wait until virtual time moved and something concerns us;
-          // flags 1: do not wait, just take the ranges written so far
+          // flags 1: do not wait, just take the ranges written so far;
+          // flags kParkPolling: an empty poll parks (not a wait);
+          // b: the parking thread's id (internal/thread_watch.h)
   // Address sessions (Hello for kAddressSessionNode, no memfd): IP address
   // and port to endpoint name, for fi_getinfo's node / service. a: IPv4
   // address (host order, 0: any), b: port; the name is the tail.
@@ -104,6 +106,8 @@ enum class Op : uint32_t {
   kPull = 100,  // copy user memory into shadow range (a, b): then kPullDone
   kPullDone,
 };
+
+inline constexpr uint32_t kParkPolling = 2;
 
 // Every message starts with this.
 struct Header {

@@ -28,6 +28,7 @@
 #include "backends/simd/address_book.h"
 #include "backends/simd/completion_trace.h"
 #include "backends/simd/internal/session.h"
+#include "backends/simd/internal/thread_watch.h"
 #include "backends/simd/mailbox.h"
 #include "backends/simd/outside_processes.h"
 
@@ -170,9 +171,9 @@ class Server final : public FabricServer, public Sessions {
       for (const auto& s : sessions_) fds.push_back({s->fd, POLLIN, 0});
       if (!spin && !SleepOnMailboxes(true)) continue;  // a request came in
       const int r = poll(fds.data(), fds.size(),
-                         spin                 ? 0
-                         : waiting && running ? 1
-                                              : 1000);
+                         spin                                    ? 0
+                         : (waiting && running) || watch_.busy() ? 1
+                                                                 : 1000);
       if (!spin) SleepOnMailboxes(false);
       if (r < 0 && errno != EINTR) return errno;
       if (r <= 0) continue;
@@ -467,7 +468,7 @@ class Server final : public FabricServer, public Sessions {
       Drop(s, "spoke before saying hello");
       return;
     }
-    if (h.op == Op::kPark && req.flags == 1) {
+    if (h.op == Op::kPark && (req.flags & 1) != 0) {
       s->parked = true;
       Wake(s, /*idle=*/false);  // the ranges so far, no waiting
       return;
@@ -475,6 +476,8 @@ class Server final : public FabricServer, public Sessions {
     if (h.op == Op::kPark) {
       s->parked = true;
       s->deadline_ns = req.c;
+      s->parked_tid = static_cast<pid_t>(req.b);
+      s->parked_polling = (req.flags & kParkPolling) != 0;
       if (s->concerned || !s->dirty.empty()) Wake(s, /*idle=*/false);
       return;
     }
@@ -612,7 +615,14 @@ class Server final : public FabricServer, public Sessions {
   // probably waiting, outside, for a parked one). Only once it has been
   // silent for the watchdog's time do deadlines fire again, as on hardware a
   // wait with a timeout would end.
-  enum class Advancing { kNo, kEveryoneParked, kSomeoneOutside, kOutsideLong };
+  // kLook: no time moves; parked pollers look first (internal/thread_watch.h).
+  enum class Advancing {
+    kNo,
+    kEveryoneParked,
+    kSomeoneOutside,
+    kOutsideLong,
+    kLook
+  };
   // A process between calls whose every thread sleeps in the kernel, having
   // read every reply, waits for something outside the fabric (another
   // process of the run, most often) and cannot act before that happens: it
@@ -681,11 +691,25 @@ class Server final : public FabricServer, public Sessions {
     // A sleeper with TCP bytes on their way between processes of the run is
     // about to wake (outside_processes.h): time waits for it.
     if (!asleep.empty() && !LaunchersQuiet(&asleep)) return Advancing::kNo;
+    switch (watch_.Check(sessions_, MonoNs())) {
+      case ThreadWatch::Verdict::kBusy:
+        return Advancing::kNo;
+      case ThreadWatch::Verdict::kLook:
+        return Advancing::kLook;
+      case ThreadWatch::Verdict::kSettled:
+        break;
+    }
     if (!outside) return Advancing::kEveryoneParked;
     return outside_long ? Advancing::kOutsideLong : Advancing::kSomeoneOutside;
   }
 
   void Advance(Advancing how) {
+    if (how == Advancing::kLook) {
+      ++summary_.look_rounds;
+      for (Session* s : watch_.TakeLooks()) Wake(s, /*idle=*/false);
+      return;
+    }
+    watch_.Moved();
     const bool patient = how == Advancing::kSomeoneOutside;
     if (patient && fabric_->pending_events() == 0 && !AnyHeld()) return;
     ++summary_.advances;
@@ -813,6 +837,7 @@ class Server final : public FabricServer, public Sessions {
                    "softfab fabricd: dropped node %d (pid %d): %s\n", s->node,
                    static_cast<int>(s->pid), why);
     }
+    watch_.Forget(s->pid);
     if (s->node >= 0) {
       nodes_[static_cast<size_t>(s->node)] = nullptr;
       fabric_->HaltNode(s->node);  // its HCA answers no more
@@ -843,6 +868,7 @@ class Server final : public FabricServer, public Sessions {
   std::vector<uint8_t*> retired_windows_;  // of sessions gone, unmapped last
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;
+  ThreadWatch watch_{getpid(), options_.watchdog_ms, options_.log};
   std::unique_ptr<sim::PcapCapture> pcap_;
   std::unique_ptr<CompletionTrace> trace_;
   AddressBook book_{[this](const void* owner) { return NodeOfOwner(owner); }};

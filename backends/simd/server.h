@@ -50,6 +50,7 @@ struct RunSummary {
   sim::SimStats stats;
   uint64_t advances = 0;
   uint64_t outside_advances = 0;  // advances with a process outside
+  uint64_t look_rounds = 0;       // internal/thread_watch.h
   uint64_t requests = 0;
   uint64_t nodes_connected = 0;
   uint64_t clients_refused = 0;  // malformed, hostile or wrong uid

@@ -367,6 +367,103 @@ TEST(FabricDaemon, AProcessWokenOutsideTheFabricHoldsTimeAtOnce) {
   close(ready[0]);
 }
 
+// Open MPI's ranks wait for the launcher's fence release in a loop that
+// polls the fabric and sleeps 100 us, until a flag set by another thread of
+// theirs (PMIx's, which reads the release from a socket) clears. A rank's
+// empty poll parks it; were time to move while the release was on its way
+// (in the launcher, or in the rank's other thread), the rank would act on
+// it at a later virtual time in some runs than in others. Here a launcher
+// process starts a rank (node 0) whose second thread takes each release
+// from a pipe; the test, node 1, sends the launcher a release and parks at
+// once with a deadline 1 ms ahead. The rank must act on its release (here:
+// read the virtual time) before time moves, in every try.
+TEST(FabricDaemon, ARankReleasedByAnotherOfItsThreadsActsBeforeTimeMoves) {
+  Daemon d;
+  constexpr int kTries = 20;
+  int trigger[2], report[2];
+  ASSERT_EQ(pipe(trigger), 0);
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t launcher = fork();
+  ASSERT_GE(launcher, 0);
+  if (launcher == 0) {
+    close(trigger[1]);
+    close(report[0]);
+    int release[2];
+    if (pipe(release) != 0) _exit(2);
+    const pid_t rank = fork();
+    if (rank < 0) _exit(2);
+    if (rank == 0) {
+      close(release[1]);
+      RawClient c;
+      if (!c.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart)) _exit(3);
+      std::atomic<int> released{0};
+      std::thread pmix([&] {
+        char b;
+        while (read(release[0], &b, 1) == 1) ++released;
+      });
+      uint64_t ready = 0;
+      (void)!write(report[1], &ready, sizeof ready);
+      Request poll;
+      poll.c = UINT64_MAX;  // no deadline
+      poll.flags = kParkPolling;
+      poll.b = static_cast<uint64_t>(gettid());
+      Request now;
+      now.flags = 1;  // the ranges so far and the time, no waiting
+      for (int i = 0; i < kTries; ++i) {
+        while (released.load() <= i) {
+          if (c.Call(Op::kPark, poll) != 0) _exit(4);
+          usleep(100);
+        }
+        Reply r;
+        if (c.Call(Op::kPark, now, &r) != 0) _exit(5);
+        (void)!write(report[1], &r.now_ns, sizeof r.now_ns);
+      }
+      close(release[0]);  // only after the thread is done with it
+      pmix.join();
+      _exit(0);
+    }
+    close(release[0]);
+    char b;
+    while (read(trigger[0], &b, 1) == 1) {
+      if (write(release[1], &b, 1) != 1) _exit(6);
+    }
+    close(release[1]);
+    int status = 0;
+    waitpid(rank, &status, 0);
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 7);
+  }
+  close(trigger[0]);
+  close(report[1]);
+  uint64_t t = 0;
+  ASSERT_EQ(read(report[0], &t, sizeof t), static_cast<ssize_t>(sizeof t));
+  RawClient node1;
+  ASSERT_TRUE(node1.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
+  uint64_t now = 0;
+  int late = 0;
+  for (int i = 0; i < kTries; ++i) {
+    ASSERT_EQ(write(trigger[1], "r", 1), 1);
+    Request park;
+    park.c = now + 1'000'000;
+    Reply woken;
+    ASSERT_EQ(node1.Call(Op::kPark, park, &woken), 0);
+    // A rank still parked with nothing for it returns when nothing more
+    // can happen.
+    Request idle;
+    idle.c = UINT64_MAX;
+    ASSERT_EQ(node1.Call(Op::kPark, idle), 0);
+    ASSERT_EQ(read(report[0], &t, sizeof t), static_cast<ssize_t>(sizeof t));
+    if (t != now) ++late;
+    now = woken.now_ns;
+  }
+  EXPECT_EQ(late, 0) << "time moved before the rank acted on its release, in "
+                     << late << " of " << kTries << " tries";
+  close(trigger[1]);
+  int status = 0;
+  waitpid(launcher, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  close(report[0]);
+}
+
 // The core looks for async events at every progress, so a process must see
 // without a request whether any wait: a byte in its header page, set by the
 // daemon when its node's device queues one (here the port going down at

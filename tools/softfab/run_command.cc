@@ -120,6 +120,12 @@ bool Finish(const char* who, simd::FabricServer& server) {
                "; completions %" PRIu64 "\n",
                s.stats.packets_sent, s.stats.packets_dropped,
                s.stats.retransmits, s.stats.rnr_naks, s.stats.completions);
+  if (s.outside_advances > 0 || s.look_rounds > 0) {
+    std::fprintf(out,
+                 "  advances with a process outside the fabric %" PRIu64
+                 "; look rounds %" PRIu64 "\n",
+                 s.outside_advances, s.look_rounds);
+  }
   return ok;
 }
 

@@ -53,6 +53,10 @@ struct Session {
   bool idle = false;
   bool named = false;  // the watchdog named it for the current stall
   uint64_t deadline_ns = UINT64_MAX;
+  // The park's thread, and whether an empty poll made it (rather than a
+  // wait): see internal/thread_watch.h.
+  pid_t parked_tid = 0;
+  bool parked_polling = false;
   uint64_t last_heard_ms = 0;
   uint64_t asleep_since_ms = 0;    // first seen asleep outside (0: not)
   uint64_t outside_looked_ms = 0;  // when /proc was last read for it
