@@ -39,7 +39,7 @@ class ThreadWatch {
  public:
   enum class Verdict {
     kBusy,     // some watched thread is at work: time must wait
-    kLook,     // settled, but parked pollers need a look first (LookRound)
+    kLook,     // settled, but parked pollers need a look first (TakeLooks)
     kSettled,  // time may move
   };
 
