@@ -132,9 +132,12 @@ class Backend {
   // The caller looked and found nothing to read (a non-blocking read said
   // EAGAIN). A fabric whose time moves only when every process using it has
   // nothing to do (the simulator shared by several processes) blocks here
-  // until time has moved; the others return at once, as reading again will
-  // run the fabric (the simulator's polls) or find what the device did.
-  virtual void NothingToRead() {}
+  // until time has moved and something concerns this process, and returns
+  // true: the caller reads again at once, so the call that parked takes
+  // what woke it, whatever the program would do next. The others return
+  // false at once, as reading again will run the fabric (the simulator's
+  // polls) or find what the device did.
+  virtual bool NothingToRead() { return false; }
 
   // Why the fabric can no longer be used at all (the shared simulator's
   // daemon is gone); OK while it can. A read that finds nothing and a wait

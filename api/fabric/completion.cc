@@ -39,8 +39,9 @@ void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
 }
 
 // `idle`: a non-blocking read that finds nothing tells the backend
-// (Backend::NothingToRead); a blocking read's attempts do not, as its wait
-// does the same.
+// (Backend::NothingToRead) and, when the backend parked it until something
+// came, reads once more; a blocking read's attempts do not, as its wait does
+// the same.
 ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   Cq* cq = AsCq(pub);
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");
@@ -54,15 +55,18 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   // array, whose initialisation would cost more than the read).
   core::CqEntry* entries = cq->scratch.data();
   uint64_t* srcs = cq->scratch_src.data();
-  const int n =
-      cq->cq->Read(entries, std::min(count, cq->scratch.size()), srcs);
+  const size_t room = std::min(count, cq->scratch.size());
+  int n = cq->cq->Read(entries, room, srcs);
   SyncWaitFds(cq->domain->fabric);
+  transport::Backend& backend = *cq->domain->fabric->backend;
+  if (n == -EAGAIN && idle && backend.NothingToRead()) {
+    n = cq->cq->Read(entries, room, srcs);  // what woke the parked read
+    SyncWaitFds(cq->domain->fabric);
+  }
   if (n < 0) {
     last_error = n == -EAGAIN ? "no completion is ready"
                               : "an error completion is next: sf_cq_readerr";
     if (n == -EAGAIN) {
-      transport::Backend& backend = *cq->domain->fabric->backend;
-      if (idle) backend.NothingToRead();
       if (Status h = backend.health(); !h.ok()) return Fail(h);
     }
     return n;
@@ -78,10 +82,14 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags,
                bool idle) {
   auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
   SyncWaitFds(eq->fabric);
+  if (!ev.ok() && ev.status().code() == EAGAIN && idle &&
+      eq->fabric->backend->NothingToRead()) {
+    ev = eq->eq->Read((flags & SF_PEEK) != 0);  // what woke the parked read
+    SyncWaitFds(eq->fabric);
+  }
   if (!ev.ok()) {
     last_error = ev.status().message();
     if (ev.status().code() == EAGAIN) {
-      if (idle) eq->fabric->backend->NothingToRead();
       if (Status h = eq->fabric->backend->health(); !h.ok()) return Fail(h);
     }
     return -ev.status().code();

@@ -635,7 +635,7 @@ class SimdBackend final : public tp::Backend {
            : deadline_ns == UINT64_MAX          ? tp::WaitResult::kIdle
                                                 : tp::WaitResult::kWoken;
   }
-  void NothingToRead() override { (void)Park(UINT64_MAX, /*polling=*/true); }
+  bool NothingToRead() override { return Park(UINT64_MAX, /*polling=*/true); }
   Status health() const override {
     return c_->broken() ? Status(EIO, "the fabric daemon is gone")
                         : Status::Ok();

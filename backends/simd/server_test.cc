@@ -29,6 +29,7 @@
 #include "backends/simd/client.h"
 #include "backends/simd/mailbox.h"
 #include "backends/simd/protocol.h"
+#include "backends/simd/test_daemon.h"
 #include "gtest/gtest.h"
 #include "transport/transport.h"
 
@@ -36,61 +37,6 @@ namespace softfab::simd {
 namespace {
 
 namespace tp = ::softfab::transport;
-
-// A daemon of four nodes (and `faults`) serving on a private socket until
-// the test ends.
-class Daemon {
- public:
-  explicit Daemon(const sim::FaultPlan& faults = {}) {
-    char dir[] = "/tmp/softfab-server-test-XXXXXX";
-    dir_ = mkdtemp(dir);
-    log_ = tmpfile();
-    ServerOptions o;
-    o.config.nodes = 4;
-    o.config.faults = faults;
-    o.socket_path = dir_ + "/fabric";
-    o.log = log_;
-    std::string why;
-    auto server = CreateFabricServer(o, &why);
-    if (!server.ok()) {
-      ADD_FAILURE() << why;
-      return;
-    }
-    server_ = std::move(*server);
-    if (pipe(stop_) != 0) std::abort();
-    thread_ = std::thread([this] { server_->Run(stop_[0]); });
-  }
-  ~Daemon() {
-    if (server_ != nullptr) {
-      (void)!write(stop_[1], "x", 1);
-      thread_.join();
-      close(stop_[0]);
-      close(stop_[1]);
-    }
-    server_.reset();
-    std::remove((dir_ + "/fabric").c_str());
-    rmdir(dir_.c_str());
-    if (log_ != nullptr) fclose(log_);
-  }
-  std::string path() const { return dir_ + "/fabric"; }
-  // What the daemon logged so far.
-  std::string Log() {
-    fflush(log_);
-    std::string out;
-    rewind(log_);
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, log_)) > 0) out.append(buf, n);
-    return out;
-  }
-
- private:
-  std::string dir_;
-  FILE* log_ = nullptr;
-  std::unique_ptr<FabricServer> server_;
-  int stop_[2] = {-1, -1};
-  std::thread thread_;
-};
 
 // One process's side, spoken by hand.
 class RawClient {
@@ -175,7 +121,7 @@ class RawClient {
 };
 
 TEST(FabricDaemon, MemoryThatCouldShrinkIsRefused) {
-  Daemon d;
+  TestDaemon d;
   RawClient c;
   EXPECT_FALSE(c.Hello(d.path(), 0, 0, kShadowStart));
   EXPECT_NE(d.Log().find("sealed against shrinking"), std::string::npos)
@@ -183,7 +129,7 @@ TEST(FabricDaemon, MemoryThatCouldShrinkIsRefused) {
 }
 
 TEST(FabricDaemon, SharedMemoryCannotShrinkOnceAccepted) {
-  Daemon d;
+  TestDaemon d;
   RawClient c;
   ASSERT_TRUE(c.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart + 4096));
   EXPECT_NE(ftruncate(c.memfd(), 4096), 0);
@@ -193,7 +139,7 @@ TEST(FabricDaemon, SharedMemoryCannotShrinkOnceAccepted) {
 }
 
 TEST(FabricDaemon, RegistrationBeyondTheSharedMemoryIsRefused) {
-  Daemon d;
+  TestDaemon d;
   RawClient c;
   ASSERT_TRUE(c.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart + 4096));
   Reply pd;
@@ -213,7 +159,7 @@ TEST(FabricDaemon, RegistrationBeyondTheSharedMemoryIsRefused) {
 }
 
 TEST(FabricDaemon, NonsenseInOneMailboxDropsOnlyThatProcess) {
-  Daemon d;
+  TestDaemon d;
   RawClient bad, good;
   ASSERT_TRUE(bad.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart));
   ASSERT_TRUE(good.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
@@ -246,7 +192,7 @@ TEST(FabricDaemon, HugePageMemoryIsRefused) {
   const int probe = memfd_create("probe", MFD_HUGETLB);
   if (probe < 0) GTEST_SKIP() << "no hugetlbfs memfd on this kernel";
   close(probe);
-  Daemon d;
+  TestDaemon d;
   RawClient c;
   EXPECT_FALSE(
       c.Hello(d.path(), 0, MFD_HUGETLB | MFD_ALLOW_SEALING, uint64_t{2} << 20));
@@ -264,7 +210,7 @@ int OpenFds() {
 }
 
 TEST(FabricDaemon, RefusedHellosLeaveNoDescriptorBehind) {
-  Daemon d;
+  TestDaemon d;
   const int before = OpenFds();
   for (int i = 0; i < 20; ++i) {
     RawClient c;  // node 99 of a fabric of 4: refused
@@ -281,7 +227,7 @@ TEST(FabricDaemon, RefusedHellosLeaveNoDescriptorBehind) {
 }
 
 TEST(FabricDaemon, ADoorbellFloodDoesNotStopTheOthers) {
-  Daemon d;
+  TestDaemon d;
   RawClient flooder, good;
   ASSERT_TRUE(flooder.Hello(d.path(), 0, MFD_ALLOW_SEALING, kShadowStart));
   ASSERT_TRUE(good.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
@@ -306,7 +252,7 @@ TEST(FabricDaemon, ADoorbellFloodDoesNotStopTheOthers) {
 // past the completions the woken process was running to poll (fi_pingpong
 // under loss took a second path in about one run of three).
 TEST(FabricDaemon, AProcessWokenOutsideTheFabricHoldsTimeAtOnce) {
-  Daemon d;
+  TestDaemon d;
   int ready[2], wake[2];
   ASSERT_EQ(pipe(ready), 0);
   ASSERT_EQ(pipe(wake), 0);
@@ -378,7 +324,7 @@ TEST(FabricDaemon, AProcessWokenOutsideTheFabricHoldsTimeAtOnce) {
 // once with a deadline 1 ms ahead. The rank must act on its release (here:
 // read the virtual time) before time moves, in every try.
 TEST(FabricDaemon, ARankReleasedByAnotherOfItsThreadsActsBeforeTimeMoves) {
-  Daemon d;
+  TestDaemon d;
   constexpr int kTries = 20;
   int trigger[2], report[2];
   ASSERT_EQ(pipe(trigger), 0);
@@ -475,7 +421,7 @@ TEST(FabricDaemon, AnAsyncEventShowsInTheHeaderPageUntilTaken) {
   down.node = 0;
   sim::FaultPlan faults;
   faults.timed_faults = {down};
-  Daemon d(faults);
+  TestDaemon d(faults);
   std::string why;
   auto backend = ConnectSimdBackend(d.path(), 0, &why);
   ASSERT_TRUE(backend.ok()) << why;
