@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
 """Counts real test results for tools/test.sh.
 
-  count_tests.py collect TESTLOGS OUT TARGET...   read TARGET's test.xml under TESTLOGS
+  count_tests.py collect TESTLOGS OUT TARGET...   read TARGET's test.xml under TESTLOGS;
+                                                   a TARGET written "!//x:y" is one bazel
+                                                   reported as failed: if its test.xml shows
+                                                   no failure (a test that ran gtest binaries
+                                                   may have had its XML overwritten), it
+                                                   counts one failure more
   count_tests.py collect-xml OUT NAME=XML...       read gtest XML files named directly (the
                                                    VM's results); a missing file is a failure
   count_tests.py record OUT NAME pass|fail         add one check's outcome
@@ -18,13 +23,17 @@ import xml.etree.ElementTree as ET
 
 def collect(testlogs, out, targets):
     pairs = []
+    failed = set()
     for target in targets:
+        if target.startswith("!"):
+            failed.add(target[1:])
+            continue
         rel = target.lstrip("/").replace(":", "/")
         pairs.append((target, os.path.join(testlogs, rel, "test.xml")))
-    collect_files(out, pairs)
+    collect_files(out, pairs, failed)
 
 
-def collect_files(out, pairs):
+def collect_files(out, pairs, failed=frozenset()):
     lines = []
     for target, path in pairs:
         try:
@@ -36,6 +45,11 @@ def collect_files(out, pairs):
         if not cases:
             lines.append(f"fail\t{target} (test.xml lists no test case)")
             continue
+        if target in failed and not any(
+                c.find("failure") is not None or c.find("error") is not None
+                for c in cases):
+            lines.append(f"fail\t{target} (bazel reported it failed; its test.xml "
+                         "shows no failure)")
         for case in cases:
             name = f"{target} {case.get('classname', '')}.{case.get('name', '')}"
             if case.find("failure") is not None or case.find("error") is not None:

@@ -26,15 +26,23 @@ bazel_tests() {
   local name=$1
   shift
   echo "== bazel test $* $targets"
-  bazel test --keep_going "$@" -- $targets 2>&1 | tail -n 60
-  local rc=${PIPESTATUS[0]}
+  local log
+  log=$(mktemp)
+  bazel test --keep_going "$@" -- $targets >"$log" 2>&1
+  local rc=$?
+  tail -n 60 "$log"
+  # Targets bazel itself reported as failed, timed out or not built: they count
+  # as failures whatever their test.xml says (count_tests.py).
+  local failed
+  failed=$(grep -oE '^//[^ ]+ +(FAILED|TIMEOUT|NO STATUS|INCOMPLETE)' "$log" | awk '{print "!" $1}' | sort -u)
+  rm -f "$log"
   # A failed build or test shows up in the counts (a target without a test.xml is a
   # failure), so the exit code is only reported here.
   [ "$rc" -eq 0 ] || echo "== bazel test $* exited with $rc"
 
   python3 tools/count_tests.py collect "$(bazel info "$@" bazel-testlogs 2>/dev/null)" \
     "$results/$name" $(bazel query "tests(${targets// / + }) except attr(tags, manual, //...)" \
-      2>/dev/null)
+      2>/dev/null) $failed
 }
 
 bazel_tests plain
