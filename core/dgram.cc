@@ -54,6 +54,12 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
     }
     ah = *made;
   }
+  // Never binds (DGRAM sends are at most tx_size, less than the room), but
+  // every post asks the send CQ's budget.
+  if (!SendCqHasRoom()) {
+    ++stats_.eagain;
+    return TryAgain("the send CQ is full: read the CQ, then retry");
+  }
   auto acquired = AcquireTx(a, len, internal::kNil);
   if (!acquired.ok()) return acquired.status();
   const uint32_t index = *acquired;
@@ -88,6 +94,7 @@ Status Endpoint::SendDgram(const SendArgs& a, size_t len) {
     FreeTx(index);
     return s;
   }
+  ++send_cq_used_;
   op.sent = true;
   if (op.level == kInjectComplete) CompleteTx(index, 0);
   return Status::Ok();

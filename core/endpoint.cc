@@ -107,6 +107,7 @@ Status Endpoint::Init() {
   auto scq = make_cq(send_cqe);
   if (!scq.ok()) return scq.status();
   send_cq_ = *scq;
+  send_cq_room_ = static_cast<uint32_t>(send_cqe) - CmChannel::kBuffers;
   auto rcq = make_cq(recv_cqe);
   if (!rcq.ok()) return rcq.status();
   recv_cq_ = *rcq;

@@ -191,6 +191,17 @@ class Endpoint final : public RxClient {
   uint32_t qp_send_depth() const {
     return peer_send_budget() + kQpControlSends;
   }
+  // Whether `wrs` more signaled work requests fit the send CQ's budget: the
+  // room every QP of the endpoint shares (all complete into send_cq_), less
+  // the CM's own send slots, which are bounded apart. Every post of a send,
+  // an ack, a READ or a credit write asks first, and waits (queued, or
+  // -FI_EAGAIN to the caller) while it says no; the per-peer bounds above
+  // alone let 23 peers of 72 outstanding each overrun the 1,640 entries of
+  // the default size (README "Memory per peer"), and an overrun takes every
+  // QP of the endpoint down.
+  bool SendCqHasRoom(uint32_t wrs = 1) const {
+    return send_cq_used_ + wrs <= send_cq_room_;
+  }
   static constexpr size_t kIovMax = RxContext::kIovMax;
   static constexpr size_t kMinMultiRecvDefault = 8192;
 
@@ -552,6 +563,13 @@ class Endpoint final : public RxClient {
 
   transport::CompletionQueue* send_cq_ = nullptr;
   transport::CompletionQueue* recv_cq_ = nullptr;
+  // The send CQ's budget (SendCqHasRoom): signaled work requests posted
+  // outside the CM and not yet read back from send_cq_, and how many may be.
+  // A completion the CQ gives back frees its entry, flushed ones too; a QP
+  // is destroyed only with nothing outstanding (CanReconnect) or with the
+  // endpoint.
+  uint32_t send_cq_used_ = 0;
+  uint32_t send_cq_room_ = 0;
   transport::SharedReceiveQueue* srq_ = nullptr;
   // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
   // (DGRAM).

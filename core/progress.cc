@@ -73,6 +73,8 @@ void Endpoint::Progress() {
         if (conns_.cm().sends_in_flight() == 0) DestroyRetiredAhs();
         continue;
       }
+      // Every other completion on this CQ is one the budget counted.
+      --send_cq_used_;
       if (from) --conns_[*from].sq_outstanding;
       // A failed work request's cause is its own status, as the transport
       // reported it (a flushed one says WR_FLUSH_ERR: the first error
@@ -118,7 +120,7 @@ void Endpoint::Progress() {
       p.reads_waiting.pop_front();
     }
     while (CanSend(p) && !p.waiting.empty() && conns_.AvailableCredits(p) > 0 &&
-           p.sq_outstanding < peer_send_budget()) {
+           p.sq_outstanding < peer_send_budget() && SendCqHasRoom()) {
       const uint32_t index = p.waiting.front();
       // A fenced send goes once everything before it to this peer is done.
       if (tx_.op(index).fenced && p.in_flight > 0) break;
@@ -134,7 +136,8 @@ void Endpoint::FlushCreditWrites() {
   conns_.credits().FlushWrites(
       [&](uint32_t peer) -> std::pair<PeerCredits*, tp::QueuePair*> {
         Peer& p = conns_[peer];
-        if (!CanSend(p) || p.sq_outstanding >= qp_send_depth()) {
+        if (!CanSend(p) || p.sq_outstanding >= qp_send_depth() ||
+            !SendCqHasRoom()) {
           return {nullptr, nullptr};
         }
         return {&p.credits, p.qp};
@@ -142,6 +145,7 @@ void Endpoint::FlushCreditWrites() {
       [&](uint32_t peer) {
         ++stats_.credit_writes;
         ++conns_[peer].sq_outstanding;
+        ++send_cq_used_;
       });
 }
 

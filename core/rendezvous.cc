@@ -115,8 +115,8 @@ Status Endpoint::PostRead(uint32_t ri) {
   }
   const uint32_t num_wrs =
       (num_sge + tx_.read_sge_max() - 1) / tx_.read_sge_max();
-  if (p.sq_outstanding + num_wrs > qp_send_depth()) {
-    return TryAgain("send queue full");
+  if (p.sq_outstanding + num_wrs > qp_send_depth() || !SendCqHasRoom(num_wrs)) {
+    return TryAgain("send queue or send CQ full");
   }
   // The scatter list: the piece of each buffer the READs fill, each under a
   // registration (the caller's descriptor where it covers, else our own).
@@ -165,6 +165,7 @@ Status Endpoint::PostRead(uint32_t ri) {
       s.ok() ? num_wrs : static_cast<uint32_t>(bad == nullptr ? 0 : bad - wrs);
   rd.wrs_pending += posted;
   p.sq_outstanding += posted;
+  send_cq_used_ += posted;
   if (posted == 0) return s;
   if (!s.ok() && !rd.failed) {
     rd.failed = true;

@@ -84,6 +84,10 @@ Status Endpoint::Send(const SendArgs& a) {
     ++stats_.eagain;
     return TryAgain("no credit at that peer: read the CQ, then retry");
   }
+  if (connected && !SendCqHasRoom()) {
+    ++stats_.eagain;
+    return TryAgain("the send CQ is full: read the CQ, then retry");
+  }
   auto acquired = AcquireTx(a, len, peer);
   if (!acquired.ok()) return acquired.status();
   const uint32_t index = *acquired;
@@ -193,6 +197,7 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
 }
 
 Status Endpoint::PostTx(uint32_t index) {
+  if (!SendCqHasRoom()) return TryAgain("the send CQ is full");
   TxOp& op = tx_.op(index);
   Peer& p = conns_[op.peer];
   if (op.rendezvous) {
@@ -223,6 +228,7 @@ Status Endpoint::PostTx(uint32_t index) {
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   Credits::Spend(p.credits);
   ++p.sq_outstanding;
+  ++send_cq_used_;
   ++p.in_flight;
   op.sent = true;
   return Status::Ok();
@@ -294,8 +300,8 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   // Acks use a ring of header-only slots after the tx slots and need a credit
   // at the peer like any SEND.
   if (!CanSend(p) || conns_.AvailableCredits(p) == 0 ||
-      p.sq_outstanding >= qp_send_depth()) {
-    return TryAgain("no credit for an ack");
+      p.sq_outstanding >= qp_send_depth() || !SendCqHasRoom()) {
+    return TryAgain("no credit or send CQ room for an ack");
   }
   const uint32_t slot = tx_.NextControlSlot();
   uint8_t* buf = tx_.ControlSlot(slot);
@@ -315,6 +321,7 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   Credits::Spend(p.credits);
   ++p.sq_outstanding;
+  ++send_cq_used_;
   return Status::Ok();
 }
 

@@ -124,7 +124,9 @@ class Fixture {
     auto make_ep = [&](int i) {
       Peer& p = peers[i];
       size_t len = SF_NAME_BYTES;
-      return sf_endpoint(p.domain, &ea, &p.ep, nullptr) ||
+      sf_ep_attr mine = ea;
+      if (adjust_ep) adjust_ep(i, &mine);
+      return sf_endpoint(p.domain, &mine, &p.ep, nullptr) ||
              sf_ep_bind(p.ep, &p.cq->fid, SF_TRANSMIT | SF_RECV | bind_flags) ||
              sf_ep_bind(p.ep, &p.av->fid, 0) ||
              (p.eq && sf_ep_bind(p.ep, &p.eq->fid, 0)) ||
@@ -298,6 +300,9 @@ class Fixture {
   std::vector<Peer> peers;
   // Runs on each peer's endpoint before sf_enable (options); non-zero fails.
   std::function<int(int, sf_ep*)> before_enable;
+  // Adjusts peer i's endpoint attributes (its tx_size or rx_size, say)
+  // before sf_endpoint.
+  std::function<void(int, sf_ep_attr*)> adjust_ep;
   // Adjusts the fabric's attributes before sf_fabric_open (its class of
   // service, say).
   std::function<void(sf_fabric_attr*)> adjust_fabric;
