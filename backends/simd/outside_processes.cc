@@ -145,14 +145,21 @@ int AnyUnixQueued(const std::vector<unsigned long>& sleepers) {
 
 // Reads a /proc file of a few hundred bytes into `buf`, NUL-terminated,
 // through `*fd` (opened on first use and kept: a /proc file read again from
-// its start shows the present).
+// its start shows the present). A kept file that no longer reads (its thread
+// ended; the number may since name another) is opened again once.
 bool ReadFile(int* fd, const char* path, char* buf, size_t size) {
-  if (*fd < 0) *fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (*fd < 0) return false;
-  const ssize_t n = pread(*fd, buf, size - 1, 0);
-  if (n <= 0) return false;
-  buf[n] = '\0';
-  return true;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (*fd < 0) *fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (*fd < 0) return false;
+    const ssize_t n = pread(*fd, buf, size - 1, 0);
+    if (n > 0) {
+      buf[n] = '\0';
+      return true;
+    }
+    close(*fd);
+    *fd = -1;
+  }
+  return false;
 }
 
 // A system call that sleeps until a time: the thread wakes by itself.
