@@ -370,15 +370,12 @@ TEST(AsyncEventsTest, PortFlapShorterThanTheRetriesLosesNothing) {
   std::vector<Outcome> outcomes(kSends);
   uint8_t payload[64] = {};
   std::vector<std::vector<uint8_t>> in(kSends, std::vector<uint8_t>(64));
-  for (int i = 0; i < kSends; ++i) {
-    ASSERT_EQ(sf_trecv(t[1].ep, in[i].data(), in[i].size(), nullptr,
-                       SF_ADDR_UNSPEC, 7, 0, nullptr),
+  for (std::vector<uint8_t>& buf : in) {
+    ASSERT_EQ(sf_trecv(t[1].ep, buf.data(), buf.size(), nullptr, SF_ADDR_UNSPEC,
+                       7, 0, nullptr),
               0);
-    ASSERT_EQ(sf_tsend(t[0].ep, payload, sizeof payload, nullptr, t[0].peer, 7,
-                       &outcomes[i]),
-              0)
-        << sf_last_error();
   }
+  ASSERT_NO_FATAL_FAILURE(SendEach(t, outcomes, payload, sizeof payload, 7));
   std::vector<std::pair<sf_eq_err_entry, uint64_t>> events;
   Collect(t, outcomes, kUpNs + kBoundNs, &events);
   for (int i = 0; i < kSends; ++i) {

@@ -13,6 +13,7 @@
 #include "api/softfab/fabric.h"
 #include "backends/simd/test_daemon.h"
 #include "gtest/gtest.h"
+#include "tests/conformance_fixture.h"
 
 namespace softfab::simd {
 namespace {
@@ -22,32 +23,13 @@ TEST(ParkedRead, AReadThatParkedReturnsWhatWokeIt) {
   // This process is node 0 of the daemon's fabric.
   ASSERT_EQ(setenv("SOFTFAB_FABRIC", d.path().c_str(), 1), 0);
   ASSERT_EQ(setenv("SOFTFAB_NODE", "0", 1), 0);
-  sf_fabric_attr fa{};
-  fa.backend = SF_BACKEND_SIM;
-  sf_fabric* fabric = nullptr;
-  ASSERT_EQ(sf_fabric_open(&fa, &fabric, nullptr), 0);
-  sf_domain* domain = nullptr;
-  sf_cq* cq = nullptr;
-  sf_av* av = nullptr;
-  sf_ep* ep = nullptr;
-  sf_cq_attr ca{};
-  ca.size = 16;
-  ca.format = SF_CQ_FORMAT_TAGGED;
-  sf_ep_attr ea{};
-  ea.type = SF_EP_RDM;
-  ea.caps = SF_MSG | SF_TAGGED;
-  ASSERT_EQ(sf_domain_open(fabric, 0, &domain, nullptr), 0);
-  ASSERT_EQ(sf_cq_open(domain, &ca, &cq, nullptr), 0);
-  ASSERT_EQ(sf_av_open(domain, nullptr, &av, nullptr), 0);
-  ASSERT_EQ(sf_endpoint(domain, &ea, &ep, nullptr), 0);
-  ASSERT_EQ(sf_ep_bind(ep, &cq->fid, SF_TRANSMIT | SF_RECV), 0);
-  ASSERT_EQ(sf_ep_bind(ep, &av->fid, 0), 0);
-  ASSERT_EQ(sf_enable(ep), 0);
-  uint8_t name[SF_NAME_BYTES];
-  size_t len = sizeof name;
-  ASSERT_EQ(sf_getname(&ep->fid, name, &len), 0);
-  sf_addr_t self = 0;
-  ASSERT_EQ(sf_av_insert(av, name, 1, &self, 0, nullptr), 1);
+  // Node 0's RDM endpoint, knowing its own name (the fixture's sim fabric is
+  // the daemon's, as SOFTFAB_FABRIC says).
+  softfab::testing::Fixture f;
+  ASSERT_TRUE(f.Open(SF_BACKEND_SIM, 1));
+  sf_ep* ep = f.peers[0].ep;
+  sf_cq* cq = f.peers[0].cq;
+  const sf_addr_t self = f.peers[0].addr[0];
 
   // A message to itself: nothing reaches the fabric before time moves, and
   // time moves only when this process parks in a read that finds nothing.
@@ -76,11 +58,6 @@ TEST(ParkedRead, AReadThatParkedReturnsWhatWokeIt) {
   EXPECT_TRUE(received);
   EXPECT_STREQ(in, "parked");
   EXPECT_GE(taken, 1);
-  sf_close(&ep->fid);
-  sf_close(&av->fid);
-  sf_close(&cq->fid);
-  sf_close(&domain->fid);
-  sf_close(&fabric->fid);
 }
 
 }  // namespace
