@@ -16,8 +16,10 @@ Status CompletionQueue::Reserve(size_t keep_free) {
   const size_t spare =
       std::max<size_t>(unreserved_writers_ > 0 ? 1 : 0, keep_free);
   if (count_ + errors + reserved_ + spare >= ring_.size()) {
+    refused_ = true;
     return TryAgain("completion queue full: read completions, then retry");
   }
+  refused_ = false;
   ++reserved_;
   return Status::Ok();
 }

@@ -69,6 +69,9 @@ class CompletionQueue {
   // Gives back a promise that will not be used (the operation was cancelled
   // without an entry, or completed silently).
   void Unreserve();
+  // The last Reserve was refused (an endpoint whose unsignaled sends hold
+  // reservations retires them then: Endpoint::KickWanted).
+  bool refused() const { return refused_; }
 
   // Writes an entry; consumes a reservation if `reserved`, otherwise needs
   // free room (false when there is none: the caller must not lose the entry,
@@ -86,8 +89,11 @@ class CompletionQueue {
   Status ReadError(CqErrEntry* out);
 
   // Room for one more unreserved entry.
-  bool HasRoom() const {
-    return count_ + (errors_.size() - error_head_) + reserved_ < ring_.size();
+  bool HasRoom() const { return room() > 0; }
+  // Unreserved entries that fit now.
+  size_t room() const {
+    const size_t used = count_ + (errors_.size() - error_head_) + reserved_;
+    return used < ring_.size() ? ring_.size() - used : 0;
   }
   bool has_error() const { return error_head_ < errors_.size(); }
   size_t pending() const { return count_; }
@@ -104,6 +110,7 @@ class CompletionQueue {
   std::vector<CqErrEntry> errors_;  // FIFO, bounded by the same reservations.
   size_t error_head_ = 0;
   size_t reserved_ = 0;
+  bool refused_ = false;
   size_t unreserved_writers_ = 0;  // See AddUnreservedWriter.
   // Error entries interleave with successes; this sequence keeps fi_cq_read
   // from returning successes that completed after a pending error.

@@ -64,7 +64,18 @@ class ConnectionTable {
     // when the connector was last heard from.
     std::shared_ptr<const ConnRequest> request;
     uint64_t last_heard_ns = 0;
+    // Work requests posted to the QP and not yet known complete. They are
+    // kept in order (send_queue.cc): a ring of their wr_ids, sized for the
+    // QP's depth when it is made, oldest at sq_head; a completion read for
+    // one retires it and every one before it, which succeeded unsignaled
+    // (an RC send queue completes in order). `unsignaled_run` of the newest
+    // are unsignaled with no signaled one after them: nothing retires those
+    // until the next signaled post (or a kick, KickUnsignaled).
     uint32_t sq_outstanding = 0;
+    std::vector<uint64_t> sq_ring;
+    uint32_t sq_head = 0;
+    uint32_t sq_seq = 0;
+    uint32_t unsignaled_run = 0;
     std::deque<uint32_t> waiting;  // Tx ops queued (connecting, fence).
     uint32_t in_flight = 0;        // Tx ops posted and not yet finished.
     // RDM: a connection attempt that failed (the peer never answered) is

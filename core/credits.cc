@@ -49,20 +49,23 @@ void Credits::Forget(uint32_t peer) {
   due_.resize(kept);
 }
 
-bool Credits::PostWrite(uint32_t peer, PeerCredits* c, tp::QueuePair* qp) {
+bool Credits::PostWrite(uint32_t peer, const WriteTarget& t) {
+  PeerCredits* c = t.credits;
+  // An unsignaled WRITE may still be reading its source when the next one
+  // rewrites it: the total only grows, and the newer one is as true.
   sources_[peer] = c->freed;
   tp::Sge sge{reinterpret_cast<uint64_t>(&sources_[peer]), 8,
               sources_mr_->lkey()};
   tp::SendWr wr;
-  wr.wr_id = WrId(kWrCredit, peer);
+  wr.wr_id = t.wr_id;
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = tp::WrOpcode::kRdmaWrite;
-  wr.send_flags = tp::kSendSignaled;
+  wr.send_flags = t.signaled ? tp::kSendSignaled : 0;
   wr.rdma.remote_addr = c->remote_addr;
   wr.rdma.rkey = c->remote_rkey;
   const tp::SendWr* bad = nullptr;
-  if (!qp->PostSend(&wr, &bad).ok()) return false;
+  if (!t.qp->PostSend(&wr, &bad).ok()) return false;
   c->freed_written = c->freed;
   c->write_pending = false;
   return true;

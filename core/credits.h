@@ -83,31 +83,38 @@ class Credits {
   // destroyed, so that no late RDMA WRITE of the old connection lands on the
   // new one's word.
   void Forget(uint32_t peer);
+  // Where and how a write-back to a peer is posted.
+  struct WriteTarget {
+    PeerCredits* credits = nullptr;
+    transport::QueuePair* qp = nullptr;  // nullptr: not now.
+    uint64_t wr_id = 0;
+    bool signaled = true;
+  };
   // Writes the running totals of the peers owed one back (RDMA WRITEs, in
   // the order they fell due). For each, `writable(peer)` returns its
-  // PeerCredits and the QP to post on when the connection can take a WRITE
-  // now, else {nullptr, nullptr}; `written(peer)` accounts a posted one.
-  // Peers not written stay due.
+  // WriteTarget, with a null QP when the connection cannot take a WRITE now;
+  // `written(peer, target)` accounts a posted one. Peers not written stay
+  // due.
   template <typename Writable, typename Written>
   void FlushWrites(Writable writable, Written written) {
     size_t kept = 0;
     for (size_t i = 0; i < due_.size(); ++i) {
       const uint32_t peer = due_[i];
-      const auto [c, qp] = writable(peer);
-      if (qp == nullptr || !PostWrite(peer, c, qp)) {
+      const WriteTarget t = writable(peer);
+      if (t.qp == nullptr || !PostWrite(peer, t)) {
         due_[kept++] = peer;
         continue;
       }
-      written(peer);
+      written(peer, t);
     }
     due_.resize(kept);
   }
+  // Posts the WRITE of the running total to `peer` (also when none is due:
+  // rewriting the same total changes nothing there, and a signaled one
+  // retires the unsignaled work before it); false when the QP refused it.
+  bool PostWrite(uint32_t peer, const WriteTarget& t);
 
  private:
-  // Posts the WRITE of `c`'s running total to `peer` on `qp`; false when the
-  // QP refused it (it stays due).
-  bool PostWrite(uint32_t peer, PeerCredits* c, transport::QueuePair* qp);
-
   PinnedVector<uint64_t> words_;    // Written by peers.
   PinnedVector<uint64_t> sources_;  // What we write to them.
   transport::MemoryRegion* words_mr_ = nullptr;

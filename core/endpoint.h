@@ -199,8 +199,18 @@ class Endpoint final : public RxClient {
   // alone let 23 peers of 72 outstanding each overrun the 1,640 entries of
   // the default size (README "Memory per peer"), and an overrun takes every
   // QP of the endpoint down.
+  // The last kKickReserve entries are kept for KickUnsignaled, which must
+  // be able to post even when unsignaled work holds all the rest.
   bool SendCqHasRoom(uint32_t wrs = 1) const {
-    return send_cq_used_ + wrs <= send_cq_room_;
+    return send_cq_used_ + wrs + kKickReserve <= send_cq_room_;
+  }
+  // Selective signaling (send_queue.cc): at most one work request in
+  // signal_every() to a connection goes without a completion of its own.
+  static constexpr uint32_t kSignalEvery = 16;
+  static constexpr uint32_t kKickReserve = 16;
+  uint32_t signal_every() const {
+    return std::max<uint32_t>(
+        1, std::min<uint32_t>(kSignalEvery, peer_send_budget() / 4));
   }
   static constexpr size_t kIovMax = RxContext::kIovMax;
   static constexpr size_t kMinMultiRecvDefault = 8192;
@@ -331,6 +341,11 @@ class Endpoint final : public RxClient {
     uint64_t reconnects = 0;
     // Receive buffers flushed by a failing QP (and put back).
     uint64_t bounce_flushed = 0;
+    // Work requests posted without a completion of their own (selective
+    // signaling, send_queue.cc), and the signaled credit writes posted to
+    // retire such work that nothing else would (KickUnsignaled).
+    uint64_t unsignaled = 0;
+    uint64_t kicks = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -385,6 +400,33 @@ class Endpoint final : public RxClient {
   void SendAck(uint32_t peer, uint64_t msg_id,
                wire::Op op = wire::Op::kAck) override;
   Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
+  // ---- A connection's send queue (send_queue.cc) ----
+  // Whether the next work request to `p` must be signaled: when its own
+  // completion is awaited, or the run of unsignaled ones is long enough.
+  bool MustSignal(const Peer& p, bool awaited) const {
+    return awaited || p.unsignaled_run + 1 >= signal_every();
+  }
+  // The wr_id the next work request to `p` (or the one `ahead` after it, in
+  // a chain) gets: `wr_id` (kind and index) with its queue's post sequence in
+  // bits 32-55 (endpoint_common.h).
+  static uint64_t Sequenced(const Peer& p, uint64_t wr_id, uint32_t ahead = 0) {
+    return wr_id | (uint64_t{(p.sq_seq + ahead) & 0xffffffu} << 32);
+  }
+  // A work request with that wr_id was posted to `p`: in the ring, and on the
+  // send CQ's budget (even unsignaled: a failed one always completes).
+  void Posted(Peer& p, uint64_t wr_id, bool signaled);
+  // A completion for `wr_id` was read on `peer`'s queue: the unsignaled work
+  // before it is done (and finished as such), and it leaves the ring.
+  void RetireThrough(uint32_t peer, uint64_t wr_id);
+  // What a send-side work request's end does (a completion read, or an
+  // unsignaled one retired with `cause` 0): finish the op it belongs to.
+  void OnSendWrDone(uint64_t wr_id, std::optional<uint32_t> from, int status,
+                    int cause);
+  // Runs of unsignaled work that nothing retires, when something waits for
+  // what they hold (tx slots, CQ reservations, the send CQ's budget, a
+  // fence): a signaled credit write to each such peer retires them.
+  bool KickWanted() const;
+  void KickUnsignaled();
 
   // Rendezvous (rendezvous.cc).
   // Registers (or gathers and registers) the payload of tx op `op_index` for
@@ -570,6 +612,11 @@ class Endpoint final : public RxClient {
   // endpoint.
   uint32_t send_cq_used_ = 0;
   uint32_t send_cq_room_ = 0;
+  // Unsignaled work requests with no signaled one after them, all peers
+  // (the sum of their unsignaled_run), and whether a post was refused or a
+  // fence waits since the last kick (KickWanted).
+  uint32_t unsignaled_total_ = 0;
+  bool kick_wanted_ = false;
   transport::SharedReceiveQueue* srq_ = nullptr;
   // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
   // (DGRAM).

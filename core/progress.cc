@@ -41,63 +41,61 @@ void Endpoint::Progress() {
     held_.pop_front();
     OnBounce(held);
   }
-  while (attr_.type != EndpointType::kDgram || rx_cq_ == nullptr ||
-         rx_cq_->HasRoom()) {
-    const int n = recv_cq_->Poll(1, wc);
+  // In batches (a DGRAM one no larger than the room), until the CQ is empty.
+  while (true) {
+    int want = kPollBatch;
+    if (attr_.type == EndpointType::kDgram && rx_cq_ != nullptr) {
+      want = static_cast<int>(std::min<size_t>(kPollBatch, rx_cq_->room()));
+      if (want == 0) break;
+    }
+    const int n = recv_cq_->Poll(want, wc);
     if (n <= 0) break;
-    const uint64_t kind = KindOf(wc[0].wr_id);
-    if (kind == kWrRxBounce) {
-      if (!held_.empty() || ArrivalWaitsForRoom(wc[0])) {
-        held_.push_back(wc[0]);
-      } else {
-        OnBounce(wc[0]);
+    for (int i = 0; i < n; ++i) {
+      const uint64_t kind = KindOf(wc[i].wr_id);
+      if (kind == kWrRxBounce) {
+        if (!held_.empty() || ArrivalWaitsForRoom(wc[i])) {
+          held_.push_back(wc[i]);
+        } else {
+          OnBounce(wc[i]);
+        }
+      } else if (kind == kWrDgramRecv) {
+        OnDgram(wc[i]);
+      } else if (kind == kWrCmRecv) {
+        const uint8_t* msg = nullptr;
+        size_t len = 0;
+        if (conns_.cm().Received(wc[i], &msg, &len)) OnCm(msg, len);
+        conns_.cm().Repost(wc[i]);
       }
-    } else if (kind == kWrDgramRecv) {
-      OnDgram(wc[0]);
-    } else if (kind == kWrCmRecv) {
-      const uint8_t* msg = nullptr;
-      size_t len = 0;
-      if (conns_.cm().Received(wc[0], &msg, &len)) OnCm(msg, len);
-      conns_.cm().Repost(wc[0]);
     }
   }
   while (true) {
     const int n = send_cq_->Poll(kPollBatch, wc);
     if (n <= 0) break;
     for (int i = 0; i < n; ++i) {
-      const uint64_t kind = KindOf(wc[i].wr_id);
-      const uint64_t index = IndexOf(wc[i].wr_id);
-      const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
-      if (kind == kWrCmSend) {
-        conns_.cm().SendDone(wc[i].wr_id);  // its slot may be written again
+      const uint64_t wr_id = wc[i].wr_id;
+      if (KindOf(wr_id) == kWrCmSend) {
+        conns_.cm().SendDone(wr_id);  // its slot may be written again
         if (conns_.cm().sends_in_flight() == 0) DestroyRetiredAhs();
         continue;
       }
-      // Every other completion on this CQ is one the budget counted.
-      --send_cq_used_;
-      if (from) --conns_[*from].sq_outstanding;
+      // Every other completion on this CQ is one the budget counted: a
+      // connection's retires the unsignaled work before it too.
+      const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
+      if (from) {
+        RetireThrough(*from, wr_id);
+      } else {
+        --send_cq_used_;  // DGRAM, on the UD QP.
+      }
       // A failed work request's cause is its own status, as the transport
       // reported it (a flushed one says WR_FLUSH_ERR: the first error
       // completion of that connection names why it failed), unless the
       // device's events say more (Explain: a QP fatal, the port down).
-      int cause = static_cast<int>(wc[i].status);
-      if (cause != 0 && from) cause = Explain(*from, cause);
-      if (kind == kWrRead) {
-        OnReadWrDone(static_cast<uint32_t>(index), cause);
-      } else if (kind == kWrTx) {
-        TxOp& op = tx_.op(index);
-        op.send_done = true;
-        if (wc[i].status != tp::WcStatus::kSuccess) {
-          CompleteTx(static_cast<uint32_t>(index), EIO, cause);
-          if (op.peer != internal::kNil) --conns_[op.peer].in_flight;
-          FreeTx(static_cast<uint32_t>(index));
-          if (from) FailPeer(*from, EIO, cause);
-        } else {
-          MaybeFinishTx(static_cast<uint32_t>(index));
-        }
-      }
+      const int status = static_cast<int>(wc[i].status);
+      const int cause = status != 0 && from ? Explain(*from, status) : status;
+      OnSendWrDone(wr_id, from, status, cause);
     }
   }
+  if (unsignaled_total_ > 0 && KickWanted()) KickUnsignaled();
   // Timers and queued work only concern the peers on the busy list (in the
   // order they joined it), so an idle connection costs progress nothing.
   if (conns_.busy().empty() && !conns_.msg().accepted &&
@@ -123,7 +121,10 @@ void Endpoint::Progress() {
            p.sq_outstanding < peer_send_budget() && SendCqHasRoom()) {
       const uint32_t index = p.waiting.front();
       // A fenced send goes once everything before it to this peer is done.
-      if (tx_.op(index).fenced && p.in_flight > 0) break;
+      if (tx_.op(index).fenced && p.in_flight > 0) {
+        kick_wanted_ = true;  // What it waits for may be unsignaled.
+        break;
+      }
       if (!PostTx(index).ok()) break;
       p.waiting.pop_front();
     }
@@ -134,18 +135,22 @@ void Endpoint::Progress() {
 
 void Endpoint::FlushCreditWrites() {
   conns_.credits().FlushWrites(
-      [&](uint32_t peer) -> std::pair<PeerCredits*, tp::QueuePair*> {
+      [&](uint32_t peer) {
         Peer& p = conns_[peer];
+        Credits::WriteTarget t;
         if (!CanSend(p) || p.sq_outstanding >= qp_send_depth() ||
             !SendCqHasRoom()) {
-          return {nullptr, nullptr};
+          return t;
         }
-        return {&p.credits, p.qp};
+        t.credits = &p.credits;
+        t.qp = p.qp;
+        t.wr_id = Sequenced(p, WrId(kWrCredit, peer));
+        t.signaled = MustSignal(p, /*awaited=*/false);
+        return t;
       },
-      [&](uint32_t peer) {
+      [&](uint32_t peer, const Credits::WriteTarget& t) {
         ++stats_.credit_writes;
-        ++conns_[peer].sq_outstanding;
-        ++send_cq_used_;
+        Posted(conns_[peer], t.wr_id, t.signaled);
       });
 }
 

@@ -146,7 +146,7 @@ Status Endpoint::PostRead(uint32_t ri) {
   uint64_t remote = rd.header.aux;
   for (uint32_t w = 0; w < num_wrs; ++w) {
     tp::SendWr& wr = wrs[w];
-    wr.wr_id = WrId(kWrRead, ri);
+    wr.wr_id = Sequenced(p, WrId(kWrRead, ri), /*ahead=*/w);
     wr.sg_list = sges + w * tx_.read_sge_max();
     wr.num_sge = static_cast<int32_t>(
         std::min(tx_.read_sge_max(), num_sge - w * tx_.read_sge_max()));
@@ -164,8 +164,7 @@ Status Endpoint::PostRead(uint32_t ri) {
   const uint32_t posted =
       s.ok() ? num_wrs : static_cast<uint32_t>(bad == nullptr ? 0 : bad - wrs);
   rd.wrs_pending += posted;
-  p.sq_outstanding += posted;
-  send_cq_used_ += posted;
+  for (uint32_t w = 0; w < posted; ++w) Posted(p, wrs[w].wr_id, true);
   if (posted == 0) return s;
   if (!s.ok() && !rd.failed) {
     rd.failed = true;

@@ -82,10 +82,12 @@ Status Endpoint::Send(const SendArgs& a) {
   if (connected && (!p.waiting.empty() || conns_.AvailableCredits(p) == 0 ||
                     p.sq_outstanding >= peer_send_budget())) {
     ++stats_.eagain;
+    kick_wanted_ = true;
     return TryAgain("no credit at that peer: read the CQ, then retry");
   }
   if (connected && !SendCqHasRoom()) {
     ++stats_.eagain;
+    kick_wanted_ = true;
     return TryAgain("the send CQ is full: read the CQ, then retry");
   }
   auto acquired = AcquireTx(a, len, peer);
@@ -136,6 +138,7 @@ Status Endpoint::Send(const SendArgs& a) {
   } else {
     p.waiting.push_back(index);
     conns_.MarkBusy(peer);
+    if (op.fenced) kick_wanted_ = true;  // It may wait for unsignaled work.
     if (p.state == PeerState::kIdle) {
       if (Status s = StartConnect(peer); !s.ok()) {
         p.waiting.pop_back();
@@ -154,6 +157,7 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
                                        uint32_t peer) {
   if (tx_.full()) {
     ++stats_.eagain;
+    kick_wanted_ = true;
     return TryAgain("all tx slots busy: read the CQ, then retry");
   }
   // fi_inject (kInject without an explicit kCompletion through sendmsg) never
@@ -173,6 +177,7 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
   const size_t keep_free = to_itself ? 1 : 0;
   if (Status s = tx_cq_->Reserve(keep_free); !s.ok()) {
     ++stats_.eagain;
+    kick_wanted_ = true;
     return s;
   }
   const uint32_t index = tx_.Take();
@@ -214,12 +219,19 @@ Status Endpoint::PostTx(uint32_t index) {
   const size_t payload = op.rendezvous ? op.prefix : op.len;
   tp::Sge sge{reinterpret_cast<uint64_t>(tx_.Slot(index)),
               static_cast<uint32_t>(wire::kHeaderBytes + payload), tx_.lkey()};
+  // Signaled when the user waits for this send's own completion (an entry
+  // at transmit level or after an ack, a rendezvous request); otherwise (an
+  // inject, an inject-complete send, no entry asked for) it may finish with
+  // the next signaled work to that peer (send_queue.cc).
+  const bool awaited =
+      op.rendezvous || (op.wants_entry && op.level != kInjectComplete);
+  const bool signaled = MustSignal(p, awaited);
   tp::SendWr wr;
-  wr.wr_id = WrId(kWrTx, index);
+  wr.wr_id = Sequenced(p, WrId(kWrTx, index));
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = tp::WrOpcode::kSend;
-  wr.send_flags = tp::kSendSignaled;
+  wr.send_flags = signaled ? tp::kSendSignaled : 0;
   // Small sends go inline: the device copies them at post, no DMA read.
   if (sge.length <= tx_.inline_max() && attr_.inline_sends) {
     wr.send_flags |= tp::kSendInline;
@@ -227,8 +239,7 @@ Status Endpoint::PostTx(uint32_t index) {
   const tp::SendWr* bad = nullptr;
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   Credits::Spend(p.credits);
-  ++p.sq_outstanding;
-  ++send_cq_used_;
+  Posted(p, wr.wr_id, signaled);
   ++p.in_flight;
   op.sent = true;
   return Status::Ok();
@@ -311,17 +322,19 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   wire::Encode(h, buf);
   tp::Sge sge{reinterpret_cast<uint64_t>(buf),
               static_cast<uint32_t>(wire::kHeaderBytes), tx_.lkey()};
+  // Inline: the slot may be rewritten once posted, and nothing waits for
+  // an ack's completion.
+  const bool signaled = MustSignal(p, /*awaited=*/false);
   tp::SendWr wr;
-  wr.wr_id = WrId(kWrAck, slot);
+  wr.wr_id = Sequenced(p, WrId(kWrAck, slot));
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = tp::WrOpcode::kSend;
-  wr.send_flags = tp::kSendSignaled | tp::kSendInline;
+  wr.send_flags = (signaled ? tp::kSendSignaled : 0) | tp::kSendInline;
   const tp::SendWr* bad = nullptr;
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   Credits::Spend(p.credits);
-  ++p.sq_outstanding;
-  ++send_cq_used_;
+  Posted(p, wr.wr_id, signaled);
   return Status::Ok();
 }
 

@@ -4,6 +4,7 @@
 #define SOFTFAB_TESTS_CONFORMANCE_FIXTURE_H_
 
 #include <gtest/gtest.h>
+#include <sys/uio.h>
 
 #include <cstdint>
 #include <functional>
@@ -35,6 +36,19 @@ struct Peer {
 };
 
 // Peers with RDM endpoints that know each other, on one fabric.
+// An sf_msg_tagged of one iovec (`iov`, or none when null) to or from
+// `addr`, for sf_tsendmsg / sf_trecvmsg.
+inline sf_msg_tagged TaggedMsg(const iovec* iov, sf_addr_t addr, uint64_t tag,
+                               void* context) {
+  sf_msg_tagged m{};
+  m.msg_iov = iov;
+  m.iov_count = iov != nullptr ? 1 : 0;
+  m.addr = addr;
+  m.tag = tag;
+  m.context = context;
+  return m;
+}
+
 // A test run once per backend (TEST_P on a subclass, instantiated with
 // SOFTFAB_INSTANTIATE_PER_BACKEND).
 // On the verbs backend each case needs an RDMA device (SOFTFAB_VERBS_DEVICE,

@@ -18,6 +18,7 @@ namespace {
 
 using ::softfab::testing::Fixture;
 using ::softfab::testing::Pattern;
+using ::softfab::testing::TaggedMsg;
 
 class ConformanceTest : public ::softfab::testing::PerBackendTest {
  protected:
@@ -103,13 +104,7 @@ TEST_P(ConformanceTest, PeekClaimDiscard) {
   auto msg = [](uint64_t tag, uint64_t* buf, sf_context* ctx) {
     static iovec iov;
     iov = {buf, buf ? 8u : 0u};
-    sf_msg_tagged m{};
-    m.msg_iov = buf ? &iov : nullptr;
-    m.iov_count = buf ? 1 : 0;
-    m.addr = SF_ADDR_UNSPEC;
-    m.tag = tag;
-    m.context = ctx;
-    return m;
+    return TaggedMsg(buf ? &iov : nullptr, SF_ADDR_UNSPEC, tag, ctx);
   };
   auto expect_enomsg = [&] {
     sf_cq_tagged_entry e;

@@ -21,6 +21,7 @@ namespace {
 using ::softfab::testing::Backend;
 using ::softfab::testing::Fixture;
 using ::softfab::testing::Pattern;
+using ::softfab::testing::TaggedMsg;
 
 class ConformanceTest : public ::softfab::testing::PerBackendTest {
  protected:
@@ -49,12 +50,7 @@ TEST_P(ConformanceTest, InjectBufferReusableAndNoCompletion) {
   // FI_INJECT_COMPLETE asks for one.
   int ctx = 0;
   iovec iov{&v, 8};
-  sf_msg_tagged m{};
-  m.msg_iov = &iov;
-  m.iov_count = 1;
-  m.addr = f.peers[0].addr[1];
-  m.tag = 4;
-  m.context = &ctx;
+  sf_msg_tagged m = TaggedMsg(&iov, f.peers[0].addr[1], 4, &ctx);
   ASSERT_EQ(sf_tsendmsg(f.peers[0].ep, &m, SF_INJECT | SF_INJECT_COMPLETE), 0);
   ASSERT_EQ(f.ReadOne(0, &e), 1);
   EXPECT_EQ(e.op_context, &ctx);
@@ -130,12 +126,7 @@ TEST_P(ConformanceTest, CompletionLevels) {
   uint64_t v = 1, got;
   iovec iov{&v, 8};
   int ctx = 0;
-  sf_msg_tagged m{};
-  m.msg_iov = &iov;
-  m.iov_count = 1;
-  m.addr = f.peers[0].addr[1];
-  m.context = &ctx;
-  m.tag = 20;
+  sf_msg_tagged m = TaggedMsg(&iov, f.peers[0].addr[1], 20, &ctx);
   ASSERT_EQ(sf_tsendmsg(f.peers[0].ep, &m, SF_MATCH_COMPLETE), 0);
   EXPECT_TRUE(f.Quiet(0)) << "match-complete before any receive matched";
   ASSERT_EQ(

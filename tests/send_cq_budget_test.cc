@@ -191,11 +191,8 @@ class SendCqBudgetTest : public ::softfab::testing::PerBackendTest {
       const uint64_t tag = TagOf(tag_peer, first + n);
       out->push_back(Pattern(size, SeedOf(tag)));
       iovec iov{out->back().data(), size};
-      sf_msg_tagged m{};
-      m.msg_iov = &iov;
-      m.iov_count = 1;
-      m.addr = s.Dest(from, to);
-      m.tag = tag;
+      sf_msg_tagged m =
+          softfab::testing::TaggedMsg(&iov, s.Dest(from, to), tag, nullptr);
       const ssize_t rc = sf_tsendmsg(s.ep(from), &m, SF_DELIVERY_COMPLETE);
       if (rc != 0) {
         EXPECT_EQ(rc, -SF_EAGAIN) << sf_last_error();

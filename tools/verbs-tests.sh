@@ -37,6 +37,7 @@ suites=(
   "class_of_service_test:tests/class_of_service_test:*/verbs"
   "incast_test:tests/incast_test:*/verbs"
   "send_cq_budget_test:tests/send_cq_budget_test:*/verbs"
+  "selective_signaling_test:tests/selective_signaling_test:*/verbs"
   "fork_test:tests/fork_test:*/verbs"
   "registration_cache_test:tests/registration_cache_test:*/verbs"
   # The cache's unmap watching on the VM's kernel (6.1), not only the host's.

@@ -24,7 +24,9 @@ namespace softfab::core {
 inline constexpr uint32_t kQkey = 0x50F7FAB;
 inline constexpr uint8_t kPort = 1;
 
-// wr_id layout: kind in the top byte, index below.
+// wr_id layout: kind in the top byte, then (for work requests on a peer's RC
+// send queue) the 24-bit post sequence of that queue (Endpoint::Sequenced:
+// it makes every outstanding wr_id of one queue unique), then a 32-bit index.
 enum WrKind : uint64_t {
   kWrTx = 1,
   kWrRxBounce = 2,
@@ -39,9 +41,7 @@ inline uint64_t WrId(WrKind kind, uint64_t index) {
   return (uint64_t{kind} << 56) | index;
 }
 inline uint64_t KindOf(uint64_t wr_id) { return wr_id >> 56; }
-inline uint64_t IndexOf(uint64_t wr_id) {
-  return wr_id & ((uint64_t{1} << 56) - 1);
-}
+inline uint64_t IndexOf(uint64_t wr_id) { return wr_id & 0xffffffffu; }
 
 inline size_t IovBytes(const struct iovec* iov, size_t count) {
   size_t total = 0;

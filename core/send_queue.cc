@@ -1,0 +1,108 @@
+// A connection's send queue with selective signaling (UCX signals one send in
+// 64; libfabric's verbs provider only what the application waits for): the
+// work requests posted to a peer's RC QP are kept in order, most of them
+// unsignaled, and a completion read retires the one it names and every one
+// before it. An unsignaled send's op (its tx slot, its CQ reservation, its
+// place under a fence) lives until then, so its end, and its error if it
+// fails (a failed work request always completes), are reported as for a
+// signaled one. Work that no later signaled post will retire is retired by a
+// signaled credit write (a kick) when something waits for what it holds.
+#include "core/endpoint.h"
+#include "core/internal/endpoint_common.h"
+
+namespace softfab::core {
+
+namespace tp = ::softfab::transport;
+
+void Endpoint::Posted(Peer& p, uint64_t wr_id, bool signaled) {
+  if (p.sq_ring.empty()) [[unlikely]] {
+    // A power of two at least the QP's depth: nothing more is outstanding.
+    size_t size = 1;
+    while (size < qp_send_depth()) size *= 2;
+    p.sq_ring.resize(size);
+  }
+  p.sq_ring[(p.sq_head + p.sq_outstanding) & (p.sq_ring.size() - 1)] = wr_id;
+  ++p.sq_seq;
+  ++p.sq_outstanding;
+  ++send_cq_used_;
+  if (signaled) {
+    unsignaled_total_ -= p.unsignaled_run;
+    p.unsignaled_run = 0;
+  } else {
+    ++p.unsignaled_run;
+    ++unsignaled_total_;
+    ++stats_.unsignaled;
+  }
+}
+
+void Endpoint::RetireThrough(uint32_t peer, uint64_t wr_id) {
+  Peer& p = conns_[peer];
+  const size_t mask = p.sq_ring.size() - 1;
+  while (p.sq_outstanding > 0) {
+    const uint64_t front = p.sq_ring[p.sq_head];
+    p.sq_head = static_cast<uint32_t>((p.sq_head + 1) & mask);
+    --p.sq_outstanding;
+    --send_cq_used_;
+    if (front == wr_id) break;
+    // Before the one completed, so done, and done well: an RC queue
+    // completes in order, and a failed request always has a completion.
+    OnSendWrDone(front, peer, 0, 0);
+  }
+  // A failure completes unsignaled work one by one (flushed): the run is at
+  // most what is left.
+  if (p.unsignaled_run > p.sq_outstanding) {
+    unsignaled_total_ -= p.unsignaled_run - p.sq_outstanding;
+    p.unsignaled_run = p.sq_outstanding;
+  }
+}
+
+void Endpoint::OnSendWrDone(uint64_t wr_id, std::optional<uint32_t> from,
+                            int status, int cause) {
+  const uint64_t kind = KindOf(wr_id);
+  const uint32_t index = static_cast<uint32_t>(IndexOf(wr_id));
+  if (kind == kWrRead) {
+    OnReadWrDone(index, cause);
+  } else if (kind == kWrTx) {
+    TxOp& op = tx_.op(index);
+    op.send_done = true;
+    if (status != 0) {
+      CompleteTx(index, EIO, cause);
+      if (op.peer != internal::kNil) --conns_[op.peer].in_flight;
+      FreeTx(index);
+      if (from) FailPeer(*from, EIO, cause);
+    } else {
+      MaybeFinishTx(index);
+    }
+  }
+  // Acks and credit writes hold nothing.
+}
+
+bool Endpoint::KickWanted() const {
+  // A refusal here (tx slots, the send CQ's budget, a fence) set the flag;
+  // the CQ's says whether a post of any endpoint bound to it was refused.
+  return kick_wanted_ || (tx_cq_ != nullptr && tx_cq_->refused());
+}
+
+void Endpoint::KickUnsignaled() {
+  kick_wanted_ = false;
+  // Rare (a run is at most signal_every() - 1 requests, and only a refused
+  // post or a waiting fence asks): a pass over the peers.
+  for (uint32_t i = 0; i < conns_.size() && unsignaled_total_ > 0; ++i) {
+    Peer& p = conns_[i];
+    if (p.unsignaled_run == 0 || !CanSend(p) ||
+        p.sq_outstanding >= qp_send_depth() ||
+        send_cq_used_ >= send_cq_room_) {  // the kicks' reserve included
+      continue;
+    }
+    Credits::WriteTarget t;
+    t.credits = &p.credits;
+    t.qp = p.qp;
+    t.wr_id = Sequenced(p, WrId(kWrCredit, i));
+    t.signaled = true;
+    if (!conns_.credits().PostWrite(i, t)) continue;
+    ++stats_.kicks;
+    Posted(p, t.wr_id, true);
+  }
+}
+
+}  // namespace softfab::core
