@@ -24,42 +24,16 @@
 #include "api/softfab/fabric.h"
 #include "backends/sim/sim_pcap.h"
 #include "tests/conformance_fixture.h"
+#include "tests/scoped_env.h"
 #include "tests/test_pattern.h"
 
 namespace {
 
 using ::softfab::testing::Fixture;
 using ::softfab::testing::Pattern;
+using ::softfab::testing::ScopedEnv;
 
 constexpr uint8_t kDscp26 = 26 << 2;  // a common lossless class under PFC
-
-// Sets an environment variable for the scope, then restores what was there.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) {
-      had_ = true;
-      old_ = old;
-    }
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
-};
 
 class ClassOfServiceTest : public ::softfab::testing::PerBackendTest {
  protected:

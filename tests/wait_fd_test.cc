@@ -24,6 +24,7 @@
 #include "api/softfab/fabric.h"
 #include "tests/bounded_wait.h"
 #include "tests/conformance_fixture.h"
+#include "tests/scoped_env.h"
 
 namespace {
 
@@ -34,6 +35,7 @@ using ::softfab::testing::kDeviceWaitMs;
 using ::softfab::testing::Pattern;
 using ::softfab::testing::Readable;
 using ::softfab::testing::ReadableWithin;
+using ::softfab::testing::ScopedEnv;
 using ::softfab::testing::WaitUntil;
 
 // Replaces the fixture's CQs by ones with wait fds: the fixture opens plain
@@ -710,6 +712,76 @@ TEST_P(VerbsWaitFdTest, LibuvLoopSleepsUntilAnotherThreadAnswers) {
   // Each answer came while the loop slept: the fd woke it for (nearly)
   // every one.
   EXPECT_GE(loop.callbacks, kRounds / 2);
+}
+
+// Node 0 of that ping-pong, blocking in sf_cq_sread too: sends message
+// 2r - 1, takes 2r, checks its bytes, kRounds times; then waits for its last
+// send. Returns "" or what went wrong.
+std::string PingNode(OwnFabricNode* n) {
+  std::vector<uint8_t> in(kMessageBytes), out(kMessageBytes),
+      want(kMessageBytes);
+  int sends_done = 0;
+  for (int r = 1; r <= kRounds; ++r) {
+    int ctx = 0;
+    if (sf_recv(n->ep, in.data(), in.size(), nullptr, SF_ADDR_UNSPEC, &ctx)) {
+      return std::string("recv: ") + sf_last_error();
+    }
+    if (SendValue(n->ep, n->cq, n->peer, 2 * r - 1, &out) != 0) {
+      return std::string("send: ") + sf_last_error();
+    }
+    for (bool got = false; !got;) {
+      sf_cq_tagged_entry e;
+      if (sf_cq_sread(n->cq, &e, 1, nullptr, kDeviceWaitMs) != 1) {
+        return std::string("sread: ") + sf_last_error();
+      }
+      got = (e.flags & SF_RECV) != 0;
+      sends_done += got ? 0 : 1;
+    }
+    Fill(2 * r, &want);
+    if (in != want) return "message " + std::to_string(2 * r) + " wrong";
+  }
+  while (sends_done < kRounds) {
+    sf_cq_tagged_entry e;
+    if (sf_cq_sread(n->cq, &e, 1, nullptr, kDeviceWaitMs) != 1) {
+      return std::string("sread: ") + sf_last_error();
+    }
+    ++sends_done;
+  }
+  return "";
+}
+
+// How long sf_cq_sread polls before it sleeps on a device
+// ($SOFTFAB_SREAD_SPIN_US, default 20 us): a bad setting is refused and
+// opens nothing; with no spin and with one longer than any round trip, a
+// ping-pong whose sides both block in sf_cq_sread (in two threads) goes
+// through, every byte checked.
+TEST_P(VerbsWaitFdTest, SreadSpinIsSettableAndBadSettingsAreRefused) {
+  for (const char* bad : {"x", "-1", "1000001", "20us"}) {
+    ScopedEnv env("SOFTFAB_SREAD_SPIN_US", bad);
+    sf_fabric_attr fa{};
+    fa.backend = SF_BACKEND_VERBS;
+    sf_fabric* f = nullptr;
+    EXPECT_EQ(sf_fabric_open(&fa, &f, nullptr), -SF_EINVAL) << bad;
+    EXPECT_EQ(f, nullptr) << bad;
+    EXPECT_NE(std::string(sf_last_error()).find("SOFTFAB_SREAD_SPIN_US"),
+              std::string::npos)
+        << sf_last_error();
+  }
+  for (const char* spin : {"0", "200000"}) {
+    SCOPED_TRACE(std::string("SOFTFAB_SREAD_SPIN_US=") + spin);
+    ScopedEnv env("SOFTFAB_SREAD_SPIN_US", spin);
+    OwnFabricNode node0, node1;
+    ASSERT_TRUE(node0.Open(SF_WAIT_NONE));
+    ASSERT_TRUE(node1.Open(SF_WAIT_NONE));
+    ASSERT_TRUE(node0.AddPeer(node1.name));
+    ASSERT_TRUE(node1.AddPeer(node0.name));
+    std::string echo_result = "did not run";
+    std::thread echo([&] { echo_result = EchoNode(&node1); });
+    const std::string ping_result = PingNode(&node0);
+    echo.join();
+    EXPECT_EQ(ping_result, "");
+    EXPECT_EQ(echo_result, "");
+  }
 }
 
 std::string BackendName(const ::testing::TestParamInfo<Backend>& info) {

@@ -14,13 +14,8 @@
 
 namespace softfab::fabric_internal {
 
-namespace {
-
-// The attribute `label` as given, or when 0 the environment variable `name`
-// parsed as an integer in [0, max] (decimal, or hex with 0x); 0 or
-// -SF_EINVAL.
-int Pick(uint32_t field, const char* label, const char* name, uint32_t max,
-         uint32_t* out) {
+int AttrOrEnv(uint32_t field, const char* label, const char* name, uint32_t max,
+              uint32_t* out) {
   if (field != 0) {
     if (field > max) {
       return FailWith(EINVAL, std::string(label) + " " + std::to_string(field) +
@@ -47,19 +42,17 @@ int Pick(uint32_t field, const char* label, const char* name, uint32_t max,
   return 0;
 }
 
-}  // namespace
-
 int ResolveClassOfService(const sf_fabric_attr* attr, ClassOfService* out) {
   uint32_t tc = 0, sl = 0, pkey = 0;
-  int rc = Pick(attr != nullptr ? attr->traffic_class : 0, "traffic_class",
-                "SOFTFAB_TRAFFIC_CLASS", 255, &tc);
+  int rc = AttrOrEnv(attr != nullptr ? attr->traffic_class : 0, "traffic_class",
+                     "SOFTFAB_TRAFFIC_CLASS", 255, &tc);
   if (rc == 0) {
-    rc = Pick(attr != nullptr ? attr->service_level : 0, "service_level",
-              "SOFTFAB_SERVICE_LEVEL", 15, &sl);
+    rc = AttrOrEnv(attr != nullptr ? attr->service_level : 0, "service_level",
+                   "SOFTFAB_SERVICE_LEVEL", 15, &sl);
   }
   if (rc == 0) {
-    rc = Pick(attr != nullptr ? attr->pkey_index : 0, "pkey_index",
-              "SOFTFAB_PKEY_INDEX", UINT16_MAX, &pkey);
+    rc = AttrOrEnv(attr != nullptr ? attr->pkey_index : 0, "pkey_index",
+                   "SOFTFAB_PKEY_INDEX", UINT16_MAX, &pkey);
   }
   if (rc != 0) return rc;
   out->traffic_class = static_cast<uint8_t>(tc);

@@ -58,6 +58,7 @@ int sf_fabric_open(const sf_fabric_attr* attr, sf_fabric** out, void* context) {
   Fabric* f = static_cast<Fabric*>(
       NewFabric(std::move(opened.backend), opened.sim_extension, cos, context));
   f->mr_cache = opened.mr_cache;
+  f->sread_spin_ns = opened.sread_spin_ns;
   *out = f;
   return 0;
 }

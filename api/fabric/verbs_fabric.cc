@@ -42,6 +42,9 @@ std::optional<Fabric::MrCacheMode> MrCacheModeFrom(uint32_t flags) {
   return std::nullopt;
 }
 
+constexpr uint32_t kSreadSpinUsDefault = 20;
+constexpr uint32_t kSreadSpinUsMax = 1'000'000;
+
 }  // namespace
 
 int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f) {
@@ -64,6 +67,15 @@ int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f) {
   if ((attr.verbs_flags & SF_VERBS_GID_INDEX) && attr.verbs_gid_index < 0) {
     return Fail(EINVAL, "verbs_gid_index must be >= 0");
   }
+  // Spinning before a sleep, as UCX and libfabric's verbs provider do: a
+  // device's round trip is a few microseconds, a sleep and its wake-up
+  // several system calls.
+  uint32_t spin_us = kSreadSpinUsDefault;
+  if (std::getenv("SOFTFAB_SREAD_SPIN_US") != nullptr &&
+      AttrOrEnv(0, "SOFTFAB_SREAD_SPIN_US", "SOFTFAB_SREAD_SPIN_US",
+                kSreadSpinUsMax, &spin_us) != 0) {
+    return -SF_EINVAL;
+  }
   verbs::VerbsOptions options = OptionsFrom(attr);
   // Opened once to check the choice; domains then open the device the probe
   // found, even if the list changes.
@@ -77,6 +89,7 @@ int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f) {
   options.port = (*probe)->physical_port();
   options.gid_index = (*probe)->gid_index();
   f->mr_cache = *cache;
+  f->sread_spin_ns = uint64_t{spin_us} * 1000;
   f->backend = verbs::CreateVerbsBackend(options);
   return 0;
 }

@@ -27,6 +27,12 @@ int OpenSimBackend(const sf_fabric_attr& attr, Fabric* f);
 int OpenSharedSimBackend(const sf_fabric_attr& attr, Fabric* f);
 int OpenVerbsBackend(const sf_fabric_attr& attr, Fabric* f);
 
+// The attribute `label` as given, or when 0 the environment variable `name`
+// parsed as an integer in [0, max] (decimal, or hex with 0x; unset: 0); 0, or
+// -SF_EINVAL with the reason for sf_last_error.
+int AttrOrEnv(uint32_t field, const char* label, const char* name, uint32_t max,
+              uint32_t* out);
+
 // The class of service `attr` asks for (null: none), each field left 0
 // taken from the environment ($SOFTFAB_TRAFFIC_CLASS, $SOFTFAB_SERVICE_LEVEL,
 // $SOFTFAB_PKEY_INDEX); 0, or -SF_EINVAL with the reason for sf_last_error.

@@ -90,6 +90,11 @@ struct Fabric : sf_fabric {
   // The class of service its endpoints' paths travel in (sf_fabric_attr's
   // traffic_class, service_level, pkey_index, or the environment).
   ClassOfService class_of_service;
+  // How long a blocking read polls before it sleeps on the completion
+  // channel (WaitFor): a completion that comes meanwhile costs no system
+  // call. Set by a real device's opener ($SOFTFAB_SREAD_SPIN_US, default
+  // 20 us); 0 on the simulators, whose time is virtual.
+  uint64_t sread_spin_ns = 0;
   int children = 0;
   std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step.
   std::vector<Domain*> domains;  // Open domains, in opening order.
