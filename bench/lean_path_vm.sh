@@ -111,7 +111,7 @@ syscalls() {  # NAME SERVER CLIENT-ARGS: in SERVER, % is the round trips, @ a po
     # shellcheck disable=SC2086
     strace -f -c -o "$log/strace" $cmd $client >/dev/null 2>&1 || true
     wait || true
-    counts+=("$(awk '/ total$/ {for (i = 1; i <= NF; i++) if ($i ~ /^[0-9]+$/) {print $i; exit}}' "$log/strace")")
+    counts+=("$(awk '/ total$/ {print $4}' "$log/strace")")  # calls
   done
   echo "$name $(awk -v a="${counts[0]}" -v b="${counts[1]}" 'BEGIN {if (a == "" || b == "") print "nan"; else printf "%.2f", (b - a) / 800}')"
 }

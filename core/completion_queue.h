@@ -102,6 +102,7 @@ class CompletionQueue {
   ProgressSources<>& progress_sources() { return progress_sources_; }
   // Runs every bound endpoint's progress once (what a read does first).
   void Progress() { progress_sources_.Run(); }
+  void BeforeSleep() { progress_sources_.BeforeSleep(); }
 
  private:
   std::vector<CqEntry> ring_;

@@ -271,6 +271,7 @@ class Endpoint final : public RxClient {
   // Polls the transport and runs the protocol. Run by reads of the queues it
   // is bound to (it registers with them as it binds: BindCq, BindEq, Enable).
   void Progress() override;
+  void BeforeSleep() override;
   // Arms the endpoint's transport CQs (EndpointAttr::channel) so that the
   // next completion on either raises an event on the channel. A waiter arms,
   // runs Progress once more (completions that came before the arm raise

@@ -86,6 +86,7 @@ class EventQueue {
   // it was; false: the handle is not one of ours.
   static bool ReleasePeekHandle(const ConnRequest& request, const void* handle);
   void Progress() { progress_sources_.Run(); }
+  void BeforeSleep() { progress_sources_.BeforeSleep(); }
   bool empty() const { return events_.empty(); }
   bool full() const { return events_.size() >= size_; }
   // Drops the events of an object that is going away (their fid would

@@ -20,6 +20,12 @@ class ProgressSource {
   // Polls the transport and runs the protocol; may write entries to the
   // queues the source reports to. Never registers or unregisters sources.
   virtual void Progress() = 0;
+  // The thread that reads the queue is about to sleep in a fabric whose time
+  // moves only while every process sleeps (Backend::ParksIdleReads): work
+  // that only a later completion would finish is finished first (an
+  // endpoint's unsignaled sends: Endpoint::KickUnsignaled), as nothing that
+  // process does while asleep will.
+  virtual void BeforeSleep() {}
 
  protected:
   ~ProgressSource() = default;
@@ -49,6 +55,9 @@ class ProgressSources {
   auto begin() const { return sources_.begin(); }
   auto end() const { return sources_.end(); }
   // Runs every source's progress once, in registration order.
+  void BeforeSleep() const {
+    for (size_t i = 0; i < sources_.size(); ++i) sources_[i]->BeforeSleep();
+  }
   void Run() const {
     // Index loop: progress does not register or unregister sources.
     for (size_t i = 0; i < sources_.size(); ++i) sources_[i]->Progress();

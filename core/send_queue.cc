@@ -83,6 +83,15 @@ bool Endpoint::KickWanted() const {
   return kick_wanted_ || (tx_cq_ != nullptr && tx_cq_->refused());
 }
 
+void Endpoint::BeforeSleep() {
+  // Parked, this process retires nothing, and a run of unsignaled sends
+  // holds its tx slots and CQ reservations until then: Open MPI's clean
+  // `mpirun -n 4` of tests/libfabric/mpi_ring.c on the shared simulator took
+  // 3,030 ms of virtual time without this, against 1,151 ms when every send
+  // was signaled, and 1,018 ms with it.
+  if (unsignaled_total_ > 0) KickUnsignaled();
+}
+
 void Endpoint::KickUnsignaled() {
   kick_wanted_ = false;
   // Rare (a run is at most signal_every() - 1 requests, and only a refused

@@ -138,6 +138,9 @@ class Backend {
   // false at once, as reading again will run the fabric (the simulator's
   // polls) or find what the device did.
   virtual bool NothingToRead() { return false; }
+  // Whether NothingToRead may block (the caller then gets its work in order
+  // first: core::ProgressSource::BeforeSleep).
+  virtual bool ParksIdleReads() const { return false; }
 
   // Why the fabric can no longer be used at all (the shared simulator's
   // daemon is gone); OK while it can. A read that finds nothing and a wait

@@ -59,6 +59,7 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   int n = cq->cq->Read(entries, room, srcs);
   SyncWaitFds(cq->domain->fabric);
   transport::Backend& backend = *cq->domain->fabric->backend;
+  if (n == -EAGAIN && idle && backend.ParksIdleReads()) cq->cq->BeforeSleep();
   if (n == -EAGAIN && idle && backend.NothingToRead()) {
     n = cq->cq->Read(entries, room, srcs);  // what woke the parked read
     SyncWaitFds(cq->domain->fabric);
@@ -82,8 +83,10 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags,
                bool idle) {
   auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
   SyncWaitFds(eq->fabric);
-  if (!ev.ok() && ev.status().code() == EAGAIN && idle &&
-      eq->fabric->backend->NothingToRead()) {
+  tp::Backend& backend = *eq->fabric->backend;
+  const bool nothing = !ev.ok() && ev.status().code() == EAGAIN && idle;
+  if (nothing && backend.ParksIdleReads()) eq->eq->BeforeSleep();
+  if (nothing && backend.NothingToRead()) {
     ev = eq->eq->Read((flags & SF_PEEK) != 0);  // what woke the parked read
     SyncWaitFds(eq->fabric);
   }

@@ -636,6 +636,7 @@ class SimdBackend final : public tp::Backend {
                                                 : tp::WaitResult::kWoken;
   }
   bool NothingToRead() override { return Park(UINT64_MAX, /*polling=*/true); }
+  bool ParksIdleReads() const override { return true; }
   Status health() const override {
     return c_->broken() ? Status(EIO, "the fabric daemon is gone")
                         : Status::Ok();
