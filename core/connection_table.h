@@ -73,6 +73,7 @@ class ConnectionTable {
     // until the next signaled post (or a kick, KickUnsignaled).
     uint32_t sq_outstanding = 0;
     std::vector<uint64_t> sq_ring;
+    uint32_t sq_mask = 0;  // sq_ring.size() - 1 (a power of two)
     uint32_t sq_head = 0;
     uint32_t sq_seq = 0;
     uint32_t unsignaled_run = 0;

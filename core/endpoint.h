@@ -415,7 +415,24 @@ class Endpoint final : public RxClient {
   }
   // A work request with that wr_id was posted to `p`: in the ring, and on the
   // send CQ's budget (even unsignaled: a failed one always completes).
-  void Posted(Peer& p, uint64_t wr_id, bool signaled);
+  void Posted(Peer& p, uint64_t wr_id, bool signaled) {
+    if (p.sq_ring.empty()) [[unlikely]]
+      SizeRing(p);
+    p.sq_ring[(p.sq_head + p.sq_outstanding) & p.sq_mask] = wr_id;
+    ++p.sq_seq;
+    ++p.sq_outstanding;
+    ++send_cq_used_;
+    if (signaled) {
+      unsignaled_total_ -= p.unsignaled_run;
+      p.unsignaled_run = 0;
+    } else {
+      ++p.unsignaled_run;
+      ++unsignaled_total_;
+      ++stats_.unsignaled;
+    }
+  }
+  // Makes `p`'s ring: a power of two at least the QP's depth.
+  void SizeRing(Peer& p);
   // A completion for `wr_id` was read on `peer`'s queue: the unsignaled work
   // before it is done (and finished as such), and it leaves the ring.
   void RetireThrough(uint32_t peer, uint64_t wr_id);

@@ -14,33 +14,18 @@ namespace softfab::core {
 
 namespace tp = ::softfab::transport;
 
-void Endpoint::Posted(Peer& p, uint64_t wr_id, bool signaled) {
-  if (p.sq_ring.empty()) [[unlikely]] {
-    // A power of two at least the QP's depth: nothing more is outstanding.
-    size_t size = 1;
-    while (size < qp_send_depth()) size *= 2;
-    p.sq_ring.resize(size);
-  }
-  p.sq_ring[(p.sq_head + p.sq_outstanding) & (p.sq_ring.size() - 1)] = wr_id;
-  ++p.sq_seq;
-  ++p.sq_outstanding;
-  ++send_cq_used_;
-  if (signaled) {
-    unsignaled_total_ -= p.unsignaled_run;
-    p.unsignaled_run = 0;
-  } else {
-    ++p.unsignaled_run;
-    ++unsignaled_total_;
-    ++stats_.unsignaled;
-  }
+void Endpoint::SizeRing(Peer& p) {
+  uint32_t size = 1;
+  while (size < qp_send_depth()) size *= 2;
+  p.sq_ring.assign(size, 0);
+  p.sq_mask = size - 1;
 }
 
 void Endpoint::RetireThrough(uint32_t peer, uint64_t wr_id) {
   Peer& p = conns_[peer];
-  const size_t mask = p.sq_ring.size() - 1;
   while (p.sq_outstanding > 0) {
     const uint64_t front = p.sq_ring[p.sq_head];
-    p.sq_head = static_cast<uint32_t>((p.sq_head + 1) & mask);
+    p.sq_head = (p.sq_head + 1) & p.sq_mask;
     --p.sq_outstanding;
     --send_cq_used_;
     if (front == wr_id) break;

@@ -62,8 +62,7 @@ class ReadSleeper final : public tp::Sleeper {
 
 }  // namespace
 
-void SyncWaitFds(Fabric* f) {
-  if (f->waitable.empty()) return;
+void SyncWaitFdsOf(Fabric* f) {
   // Channel events say only "look again"; what the fd promises is decided
   // below, so taking them keeps it from staying readable over nothing.
   for (Cq* c : f->waitable) DrainChannel(c->domain);

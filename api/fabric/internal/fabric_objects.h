@@ -155,8 +155,12 @@ struct Cq : sf_cq {
 // Brings every wait fd of `f` in line with what reading its CQ would do:
 // readable while entries wait or the backend has work pending, and quiet
 // again once read. Called after every call that can change either.
-// Defined with the wait objects (api/fabric/wait.cc).
-void SyncWaitFds(Fabric* f);
+// Defined with the wait objects (api/fabric/wait.cc); inline, the test that
+// a fabric has no wait fd at all (every data call makes it).
+void SyncWaitFdsOf(Fabric* f);
+inline void SyncWaitFds(Fabric* f) {
+  if (!f->waitable.empty()) SyncWaitFdsOf(f);
+}
 
 struct Av : sf_av {
   using Public = sf_av;
