@@ -76,15 +76,24 @@ class AsyncEventDispatcher {
   void Join(Endpoint* endpoint);
   void Leave(Endpoint* endpoint);
 
+  // Polls between two looks at the clock, where the device cannot say.
+  static constexpr uint32_t kPollsPerClockLook = 64;
+
   // Reads and hands out the pending events: when the device says one is
   // pending, or, where it cannot say, when kPollIntervalNs of the device's
-  // clock has passed since the last read.
+  // clock has passed since the last read, looked at once in
+  // kPollsPerClockLook calls (every endpoint's progress makes one, and a
+  // clock read is a system call where the kernel gives no vDSO clock, as in
+  // the rxe VM: one per progress made every poll of a busy loop one).
   void Poll() {
     const std::optional<bool> pending = device_->AsyncEventPending();
-    if (pending.has_value() ? *pending
-                            : device_->clock().NowNs() >= next_read_ns_) {
-      PollNow();
+    if (pending.has_value()) {
+      if (*pending) PollNow();
+      return;
     }
+    if (++polls_since_look_ < kPollsPerClockLook) return;
+    polls_since_look_ = 0;
+    if (device_->clock().NowNs() >= next_read_ns_) PollNow();
   }
   // Reads and hands out the pending events now.
   void PollNow();
@@ -117,6 +126,7 @@ class AsyncEventDispatcher {
   transport::Device* device_;
   std::vector<Endpoint*> endpoints_;  // In joining order.
   uint64_t next_read_ns_ = 0;
+  uint32_t polls_since_look_ = 0;
   bool reading_ = false;  // Inside PollNow.
   bool port_down_ = false;
   uint64_t port_up_ns_ = 0;  // When PORT_ACTIVE ended a down (0: never).

@@ -275,7 +275,9 @@ class Endpoint final : public RxClient {
   // Arms the endpoint's transport CQs (EndpointAttr::channel) so that the
   // next completion on either raises an event on the channel. A waiter arms,
   // runs Progress once more (completions that came before the arm raise
-  // nothing), then sleeps on the channel's fd. EINVAL without a channel.
+  // nothing), then sleeps on the channel's fd. EINVAL without a channel. A
+  // CQ armed before with no event taken since stays as it is
+  // (transport::CompletionQueue::Rearm): the waiter takes every event first.
   [[nodiscard]] Status ArmCompletions();
 
   // An asynchronous event of the device, from the dispatcher

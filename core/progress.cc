@@ -158,8 +158,8 @@ Status Endpoint::ArmCompletions() {
   if (attr_.channel == nullptr) {
     return InvalidArgument("the endpoint has no completion channel");
   }
-  if (Status s = send_cq_->RequestNotify(false); !s.ok()) return s;
-  return recv_cq_->RequestNotify(false);
+  if (Status s = send_cq_->Rearm(); !s.ok()) return s;
+  return recv_cq_->Rearm();
 }
 
 }  // namespace softfab::core

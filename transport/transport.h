@@ -444,6 +444,12 @@ class CompletionQueue {
   // may arrive with nothing left to poll. Every backend has completion
   // channels; arming a CQ created without one is allowed and raises nothing.
   [[nodiscard]] virtual Status RequestNotify(bool solicited_only) = 0;
+  // RequestNotify(false) for a sleeper that takes every event of the CQ's
+  // channel before it arms (api/fabric/wait.cc): a backend may skip the arm
+  // while the CQ is still armed from before with no event taken since (a
+  // system call saved per sleep on a device). An event raised and not yet
+  // taken is then still pending on the channel, so no wake-up is lost.
+  [[nodiscard]] virtual Status Rearm() { return RequestNotify(false); }
   // Acknowledges `n` events taken for this CQ from its channel
   // (ibv_ack_cq_events). Every event taken must be acked before the CQ is
   // destroyed; acking more than were taken acks only those taken.

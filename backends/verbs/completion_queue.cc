@@ -35,8 +35,15 @@ int Cq::Poll(int num_entries, transport::WorkCompletion* wc) {
 }
 
 Status Cq::RequestNotify(bool solicited_only) {
-  return FromReturn(ibv_req_notify_cq(cq_, solicited_only ? 1 : 0),
-                    "ibv_req_notify_cq failed");
+  Status s = FromReturn(ibv_req_notify_cq(cq_, solicited_only ? 1 : 0),
+                        "ibv_req_notify_cq failed");
+  if (s.ok() && !solicited_only) armed_.store(true);
+  return s;
+}
+
+Status Cq::Rearm() {
+  if (armed_.load()) return Status::Ok();
+  return RequestNotify(false);
 }
 
 void Cq::AckEvents(uint32_t n) {

@@ -120,12 +120,17 @@ class Cq final : public transport::CompletionQueue, public Owned<Cq> {
   uint32_t handle() const override { return cq_->handle; }
   Status Destroy() override;
   Status RequestNotify(bool solicited_only) override;
+  Status Rearm() override;
   void AckEvents(uint32_t n) override;
 
   void set_ibv(ibv_cq* cq) { cq_ = cq; }
   ibv_cq* ibv() const { return cq_; }
-  // A channel event for this CQ was taken (Channel::GetEvent).
-  void CountEvent() { events_unacked_.fetch_add(1); }
+  // A channel event for this CQ was taken (Channel::GetEvent): the CQ is
+  // no longer armed.
+  void CountEvent() {
+    armed_.store(false);
+    events_unacked_.fetch_add(1);
+  }
   // Acks every event taken and not acked (device teardown).
   void AckAllEvents();
 
@@ -133,6 +138,9 @@ class Cq final : public transport::CompletionQueue, public Owned<Cq> {
   ibv_cq* cq_ = nullptr;
   Channel* const channel_;
   std::atomic<uint32_t> events_unacked_{0};
+  // Armed for any completion (RequestNotify(false), Rearm) with no event
+  // taken since.
+  std::atomic<bool> armed_{false};
 };
 
 class Srq final : public transport::SharedReceiveQueue, public Owned<Srq> {
