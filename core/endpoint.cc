@@ -215,6 +215,13 @@ StatusOr<std::unique_ptr<Endpoint>> Endpoint::CreateListener(
 
 Endpoint::~Endpoint() {
   if (attr_.async_events != nullptr) attr_.async_events->Leave(this);
+  // Sends that never completed here (unsignaled ones not yet retired among
+  // them) give their CQ room back: the CQ may serve other endpoints.
+  if (tx_cq_ != nullptr) {
+    for (TxOp& op : tx_.ops()) {
+      if (op.used && op.reserved) tx_cq_->Unreserve();
+    }
+  }
   for (CompletionQueue* cq : {tx_cq_, rx_cq_}) {
     if (cq) cq->progress_sources().Remove(this);
   }

@@ -191,7 +191,8 @@ class Endpoint final : public RxClient {
   uint32_t qp_send_depth() const {
     return peer_send_budget() + kQpControlSends;
   }
-  // Whether `wrs` more signaled work requests fit the send CQ's budget: the
+  // Whether `wrs` more work requests (signaled or not: a failed one always
+  // completes) fit the send CQ's budget: the
   // room every QP of the endpoint shares (all complete into send_cq_), less
   // the CM's own send slots, which are bounded apart. Every post of a send,
   // an ack, a READ or a credit write asks first, and waits (queued, or
@@ -204,8 +205,8 @@ class Endpoint final : public RxClient {
   bool SendCqHasRoom(uint32_t wrs = 1) const {
     return send_cq_used_ + wrs + kKickReserve <= send_cq_room_;
   }
-  // Selective signaling (send_queue.cc): at most one work request in
-  // signal_every() to a connection goes without a completion of its own.
+  // Selective signaling (send_queue.cc): at least one work request in
+  // signal_every() to a connection is signaled.
   static constexpr uint32_t kSignalEvery = 16;
   static constexpr uint32_t kKickReserve = 16;
   uint32_t signal_every() const {
@@ -447,6 +448,11 @@ class Endpoint final : public RxClient {
   // fence): a signaled credit write to each such peer retires them.
   bool KickWanted() const;
   void KickUnsignaled();
+  // A signaled credit write to `peer` (false if it could not be posted).
+  bool Kick(uint32_t peer);
+  // When `peer` fails: its trailing unsignaled run, already done or about
+  // to be flushed, gets a signaled request behind it (FailPeer).
+  void RetireUnsignaledOf(uint32_t peer);
 
   // Rendezvous (rendezvous.cc).
   // Registers (or gathers and registers) the payload of tx op `op_index` for

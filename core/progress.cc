@@ -17,7 +17,8 @@ constexpr int kPollBatch = 32;
 
 void Endpoint::Progress() {
   // When one is pending, where the device can tell cheaply (a simulator),
-  // else at most once per millisecond of its clock: otherwise a look at a
+  // else at most once per millisecond of its clock, looked at once in 64
+  // calls (AsyncEventDispatcher::Poll): otherwise a look at a
   // flag or the clock is all it costs.
   if (attr_.async_events != nullptr) attr_.async_events->Poll();
   // A member array: a local one would be zeroed on every call.

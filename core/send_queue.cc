@@ -65,7 +65,10 @@ void Endpoint::OnSendWrDone(uint64_t wr_id, std::optional<uint32_t> from,
 bool Endpoint::KickWanted() const {
   // A refusal here (tx slots, the send CQ's budget, a fence) set the flag;
   // the CQ's says whether a post of any endpoint bound to it was refused.
-  return kick_wanted_ || (tx_cq_ != nullptr && tx_cq_->refused());
+  // Acks, READs and credit write-backs refused for the send CQ's budget wait
+  // without a flag: a budget this short asks too.
+  return kick_wanted_ || !SendCqHasRoom() ||
+         (tx_cq_ != nullptr && tx_cq_->refused());
 }
 
 void Endpoint::BeforeSleep() {
@@ -77,25 +80,33 @@ void Endpoint::BeforeSleep() {
   if (unsignaled_total_ > 0) KickUnsignaled();
 }
 
+bool Endpoint::Kick(uint32_t peer) {
+  Peer& p = conns_[peer];
+  if (p.sq_outstanding >= qp_send_depth() || send_cq_used_ >= send_cq_room_) {
+    return false;  // the kicks' reserve included
+  }
+  Credits::WriteTarget t;
+  t.credits = &p.credits;
+  t.qp = p.qp;
+  t.wr_id = Sequenced(p, WrId(kWrCredit, peer));
+  t.signaled = true;
+  if (!conns_.credits().PostWrite(peer, t)) return false;
+  ++stats_.kicks;
+  Posted(p, t.wr_id, true);
+  return true;
+}
+
+void Endpoint::RetireUnsignaledOf(uint32_t peer) {
+  if (conns_[peer].unsignaled_run > 0) (void)Kick(peer);
+}
+
 void Endpoint::KickUnsignaled() {
   kick_wanted_ = false;
   // Rare (a run is at most signal_every() - 1 requests, and only a refused
   // post or a waiting fence asks): a pass over the peers.
   for (uint32_t i = 0; i < conns_.size() && unsignaled_total_ > 0; ++i) {
     Peer& p = conns_[i];
-    if (p.unsignaled_run == 0 || !CanSend(p) ||
-        p.sq_outstanding >= qp_send_depth() ||
-        send_cq_used_ >= send_cq_room_) {  // the kicks' reserve included
-      continue;
-    }
-    Credits::WriteTarget t;
-    t.credits = &p.credits;
-    t.qp = p.qp;
-    t.wr_id = Sequenced(p, WrId(kWrCredit, i));
-    t.signaled = true;
-    if (!conns_.credits().PostWrite(i, t)) continue;
-    ++stats_.kicks;
-    Posted(p, t.wr_id, true);
+    if (p.unsignaled_run > 0 && CanSend(p)) (void)Kick(i);
   }
 }
 

@@ -483,6 +483,11 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
     a.qp_state = tp::QpState::kError;
     (void)p.qp->Modify(a, tp::kQpState);
   }
+  // Unsignaled work that already succeeded raises nothing now, flushed or
+  // not: a signaled request behind it (flushed in order after the rest on a
+  // QP in error; on a live one, completed or failed by its retries) retires
+  // it, so the connection's count can reach 0 and it can be made anew.
+  if (p.qp != nullptr && was != PeerState::kFailed) RetireUnsignaledOf(peer);
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();

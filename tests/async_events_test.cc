@@ -432,6 +432,32 @@ TEST(AsyncEventsTest, QpFatalFailsSendsWaitingForThePeer) {
   ExpectReconnects(t);
 }
 
+// Injects go to the device unsignaled (issue 19, core/send_queue.cc): a
+// queue pair that fails after the last of them completed raises nothing for
+// them, flushed or not. The failure posts a signaled request behind them
+// (FailPeer), whose flushed completion retires them, so the next send makes
+// a new connection; without it the connection's count of outstanding work
+// never reached 0 and every later send was refused.
+TEST(AsyncEventsTest, QpFatalAfterUnsignaledInjectsStillReconnects) {
+  constexpr uint64_t kFaultNs = 20'000'000;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(QpErrorAt(kFaultNs)));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kFaultNs));
+  uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(sf_tinject(t[0].ep, small, sizeof small, t[0].peer, 6), 0)
+        << sf_last_error();
+  }
+  // Delivered and acknowledged before the fault, with nothing after them.
+  softfab::sf_sim_fabric(t.fabric())->SetPollHorizon(kFaultNs - 1);
+  for (int r = 0; r < 1000; ++r) t.Progress();
+  softfab::sf_sim_fabric(t.fabric())->SetPollHorizon(UINT64_MAX);
+  ASSERT_LT(t.NowNs(), kFaultNs);
+  t.RunUntil(kFaultNs + kBoundNs);
+  for (int r = 0; r < 1000; ++r) t.Progress();
+  ExpectReconnects(t);
+}
+
 // Eager sends in flight when the queue pair fails are flushed by the device
 // (WR_FLUSH_ERR, which names no cause): their error entries carry the
 // queue pair's failure instead, as every other entry of that connection.
