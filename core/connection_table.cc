@@ -29,6 +29,7 @@ void ConnectionTable::Clear() {
   peers_.clear();
   by_name_.clear();
   by_qpn_.clear();
+  last_qpn_valid_ = false;
   of_dest_.clear();
   busy_.clear();
 }

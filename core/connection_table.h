@@ -123,12 +123,20 @@ class ConnectionTable {
   // connected).
   void Clear();
   // The peer whose RC connection is QP `qp_num` (once connected).
+  // The last answer is kept: completions come in runs from one connection.
   std::optional<uint32_t> ByQpn(uint32_t qp_num) const {
+    if (qp_num == last_qpn_ && last_qpn_valid_) return last_peer_;
     auto it = by_qpn_.find(qp_num);
     if (it == by_qpn_.end()) return std::nullopt;
+    last_qpn_ = qp_num;
+    last_peer_ = it->second;
+    last_qpn_valid_ = true;
     return it->second;
   }
-  void SetQpn(uint32_t qp_num, uint32_t peer) { by_qpn_[qp_num] = peer; }
+  void SetQpn(uint32_t qp_num, uint32_t peer) {
+    by_qpn_[qp_num] = peer;
+    last_qpn_valid_ = false;
+  }
   // The peer at AV index `dest` of `av`, added when the AV names an endpoint
   // not in the table (NoMemory past `peers_max`); cached while the AV is
   // unchanged.
@@ -197,6 +205,9 @@ class ConnectionTable {
   std::vector<Peer> peers_;
   std::map<wire::Name, uint32_t> by_name_;
   std::map<uint32_t, uint32_t> by_qpn_;
+  mutable uint32_t last_qpn_ = 0;  // ByQpn's last answer
+  mutable uint32_t last_peer_ = 0;
+  mutable bool last_qpn_valid_ = false;
   std::vector<uint32_t> of_dest_;  // AV index -> peer (kNil: unknown).
   uint64_t of_dest_generation_ = ~uint64_t{0};
   std::vector<uint32_t> busy_;

@@ -74,6 +74,7 @@ Status Endpoint::Init() {
                                    wire::kHeaderBytes + attr_.inject_size),
                 static_cast<uint32_t>(std::clamp<int32_t>(
                     dev.max_sge, 1, static_cast<int32_t>(kIovMax))));
+  inject_stage_.resize(wire::kHeaderBytes + attr_.inject_size);
 
   // One peer's credit window must fit the shared receive queue: the bounce
   // buffers are posted a window at a time, so a larger window would post
@@ -221,6 +222,7 @@ Endpoint::~Endpoint() {
     for (TxOp& op : tx_.ops()) {
       if (op.used && op.reserved) tx_cq_->Unreserve();
     }
+    for (uint32_t i = 0; i < inject_reserved_; ++i) tx_cq_->Unreserve();
   }
   for (CompletionQueue* cq : {tx_cq_, rx_cq_}) {
     if (cq) cq->progress_sources().Remove(this);

@@ -387,7 +387,26 @@ class Endpoint final : public RxClient {
   // Takes a tx slot and a CQ reservation for a send of `len` bytes to
   // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
   StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
+  // The CQ reservation every send to `peer` holds (and its place in the tx
+  // table); EAGAIN when either is exhausted.
+  Status ReserveSend(uint32_t peer);
   Status PostTx(uint32_t op_index);
+  // A plain fi_inject (no fence, no completion flag, at most transmit
+  // level) small enough to go inline: PostInject sends it to a connected
+  // `peer` that has a credit without a tx op (README "The data path").
+  bool InjectsInline(const SendArgs& args, size_t len) const {
+    return (args.flags & ~kRemoteCqData) == kInject && attr_.inline_sends &&
+           wire::kHeaderBytes + len <= tx_.inline_max() &&
+           !(attr_.op_flags & (kDeliveryComplete | kMatchComplete));
+  }
+  Status PostInject(const SendArgs& args, size_t len, uint32_t peer);
+  // Posts one SEND of `sge` to `p` as `wr_id` (kind and index; the queue's
+  // sequence is added), signaled when `awaited` or the unsignaled run is
+  // long enough; on success a credit is spent and the ring holds it.
+  Status PostSendWr(Peer& p, uint64_t wr_id, const transport::Sge& sge,
+                    bool awaited, bool inline_data);
+  // A send's CQ entry (err 0) or error entry, into its reserved room.
+  void PushTxEntry(void* context, uint64_t flags, int err, int prov_errno);
   // An error entry carries `prov_errno` (core/prov_errno.h; 0: the one
   // `err` implies).
   void CompleteTx(uint32_t op_index, int err, int prov_errno = 0);
@@ -637,6 +656,11 @@ class Endpoint final : public RxClient {
   // is destroyed only with nothing outstanding (CanReconnect) or with the
   // endpoint.
   uint32_t send_cq_used_ = 0;
+  // Injects posted by PostInject that hold a CQ reservation until they
+  // retire, and where their header and payload are put together (copied by
+  // the device when posted: inline).
+  uint32_t inject_reserved_ = 0;
+  std::vector<uint8_t> inject_stage_;
   uint32_t send_cq_room_ = 0;
   // Unsignaled work requests with no signaled one after them, all peers
   // (the sum of their unsignaled_run), and whether a post was refused or a

@@ -13,6 +13,35 @@ namespace softfab::core {
 
 namespace tp = ::softfab::transport;
 
+namespace {
+
+// An eager message's header (a send adds its ack flags and msg_id).
+wire::Header EagerHeader(const SendArgs& a, size_t len) {
+  wire::Header h;
+  h.op = wire::Op::kEager;
+  h.flags = (a.tagged ? wire::kTagged : 0) |
+            ((a.flags & kRemoteCqData) ? wire::kHasData : 0);
+  h.length = len;
+  h.tag = a.tagged ? a.tag : 0;
+  h.data = (a.flags & kRemoteCqData) ? a.data : 0;
+  return h;
+}
+
+// An eager message as it travels, at `out`: the header, then the payload
+// gathered from the iovecs. Returns its bytes.
+size_t Pack(const wire::Header& h, const SendArgs& a, uint8_t* out) {
+  wire::Encode(h, out);
+  size_t off = wire::kHeaderBytes;
+  for (size_t i = 0; i < a.iov_count; ++i) {
+    if (a.iov[i].iov_len == 0) continue;
+    std::memcpy(out + off, a.iov[i].iov_base, a.iov[i].iov_len);
+    off += a.iov[i].iov_len;
+  }
+  return off;
+}
+
+}  // namespace
+
 Status Endpoint::CheckPostable(const struct iovec* iov, size_t count) const {
   if (!enabled_) return InvalidArgument("endpoint is not enabled");
   if (broken_cause_ != 0) return Status(EIO, BrokenReason(broken_cause_));
@@ -90,6 +119,7 @@ Status Endpoint::Send(const SendArgs& a) {
     kick_wanted_ = true;
     return TryAgain("the send CQ is full: read the CQ, then retry");
   }
+  if (connected && InjectsInline(a, len)) return PostInject(a, len, peer);
   auto acquired = AcquireTx(a, len, peer);
   if (!acquired.ok()) return acquired.status();
   const uint32_t index = *acquired;
@@ -100,14 +130,9 @@ Status Endpoint::Send(const SendArgs& a) {
   if (op.level == 0) op.level = attr_.op_flags & kCompletionLevels;
   if (op.level == 0) op.level = kTransmitComplete;
   wire::Header& h = op.header;
-  h.op = wire::Op::kEager;
-  h.flags = (a.tagged ? wire::kTagged : 0) |
-            ((a.flags & kRemoteCqData) ? wire::kHasData : 0);
+  h = EagerHeader(a, len);
   if (op.level == kDeliveryComplete) h.flags |= wire::kAckDelivery;
   if (op.level == kMatchComplete) h.flags |= wire::kAckMatch;
-  h.length = len;
-  h.tag = a.tagged ? a.tag : 0;
-  h.data = (a.flags & kRemoteCqData) ? a.data : 0;
   h.msg_id = index;
   uint8_t* slot = tx_.Slot(index);
   auto rollback = [&](Status s) {
@@ -121,13 +146,7 @@ Status Endpoint::Send(const SendArgs& a) {
     if (Status s = ExposeForRead(index, a, len); !s.ok()) return rollback(s);
     wire::Encode(h, slot);
   } else {
-    wire::Encode(h, slot);
-    size_t off = wire::kHeaderBytes;
-    for (size_t i = 0; i < a.iov_count; ++i) {
-      if (a.iov[i].iov_len == 0) continue;
-      std::memcpy(slot + off, a.iov[i].iov_base, a.iov[i].iov_len);
-      off += a.iov[i].iov_len;
-    }
+    (void)Pack(h, a, slot);
   }
 
   if (connected && !(op.fenced && p.in_flight > 0)) {
@@ -153,25 +172,19 @@ Status Endpoint::Send(const SendArgs& a) {
   return Status::Ok();
 }
 
-StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
-                                       uint32_t peer) {
+Status Endpoint::ReserveSend(uint32_t peer) {
   if (tx_.full()) {
     ++stats_.eagain;
     kick_wanted_ = true;
     return TryAgain("all tx slots busy: read the CQ, then retry");
   }
-  // fi_inject (kInject without an explicit kCompletion through sendmsg) never
-  // writes an entry; otherwise an entry unless selective completion is on and
-  // kCompletion is absent.
-  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
-  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
-  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
   // Every send holds a CQ slot until it completes, so its error (which is
   // always reported) can never be lost; a silent success gives it back. A
   // send to this endpoint itself completes only once a receive here takes
   // it: where that receive's entry goes to the same CQ, the send leaves one
   // slot unpromised, so the receive can always be posted (sends to itself
   // holding every slot of a CQ of 4 waited for ever: the api_calls fuzzer).
+  // On DGRAM `peer` is kNil.
   const bool to_itself = attr_.type == EndpointType::kRdm && tx_cq_ == rx_cq_ &&
                          conns_[peer].name == name_;
   const size_t keep_free = to_itself ? 1 : 0;
@@ -180,6 +193,18 @@ StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
     kick_wanted_ = true;
     return s;
   }
+  return Status::Ok();
+}
+
+StatusOr<uint32_t> Endpoint::AcquireTx(const SendArgs& a, size_t len,
+                                       uint32_t peer) {
+  if (Status s = ReserveSend(peer); !s.ok()) return s;
+  // fi_inject (kInject without an explicit kCompletion through sendmsg) never
+  // writes an entry; otherwise an entry unless selective completion is on and
+  // kCompletion is absent.
+  bool wants_entry = !tx_selective_ || (a.flags & kCompletion);
+  if ((a.flags & kInject) && !(a.flags & kCompletion)) wants_entry = false;
+  if ((a.flags & kInject) && (a.flags & kInjectComplete)) wants_entry = true;
   const uint32_t index = tx_.Take();
   TxOp& op = tx_.op(index);
   // Every field is set (no zeroing of the whole slot on the hot path).
@@ -225,23 +250,63 @@ Status Endpoint::PostTx(uint32_t index) {
   // the next signaled work to that peer (send_queue.cc).
   const bool awaited =
       op.rendezvous || (op.wants_entry && op.level != kInjectComplete);
+  // Small sends go inline: the device copies them at post, no DMA read.
+  const bool inline_data = sge.length <= tx_.inline_max() && attr_.inline_sends;
+  if (Status s = PostSendWr(p, WrId(kWrTx, index), sge, awaited, inline_data);
+      !s.ok()) {
+    return s;
+  }
+  ++p.in_flight;
+  op.sent = true;
+  return Status::Ok();
+}
+
+Status Endpoint::PostSendWr(Peer& p, uint64_t wr_id, const tp::Sge& sge,
+                            bool awaited, bool inline_data) {
   const bool signaled = MustSignal(p, awaited);
   tp::SendWr wr;
-  wr.wr_id = Sequenced(p, WrId(kWrTx, index));
+  wr.wr_id = Sequenced(p, wr_id);
   wr.sg_list = &sge;
   wr.num_sge = 1;
   wr.opcode = tp::WrOpcode::kSend;
-  wr.send_flags = signaled ? tp::kSendSignaled : 0;
-  // Small sends go inline: the device copies them at post, no DMA read.
-  if (sge.length <= tx_.inline_max() && attr_.inline_sends) {
-    wr.send_flags |= tp::kSendInline;
-  }
+  wr.send_flags =
+      (signaled ? tp::kSendSignaled : 0) | (inline_data ? tp::kSendInline : 0);
   const tp::SendWr* bad = nullptr;
   if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
   Credits::Spend(p.credits);
   Posted(p, wr.wr_id, signaled);
+  return Status::Ok();
+}
+
+Status Endpoint::PostInject(const SendArgs& a, size_t len, uint32_t peer) {
+  // What AcquireTx, PostTx and CompleteTx do for this send, without a tx op:
+  // it takes no slot (it is copied by the device when posted) but counts
+  // against the table, and holds a CQ reservation until it retires at
+  // transmit level (send_queue.cc gives it back, or writes the error entry a
+  // failure gets); at inject level it is complete once posted.
+  if (Status s = ReserveSend(peer); !s.ok()) return s;
+  uint8_t* stage = inject_stage_.data();
+  const size_t bytes = Pack(EagerHeader(a, len), a, stage);
+  const bool holds_entry =
+      (attr_.op_flags & kCompletionLevels) != kInjectComplete;
+  const uint64_t index =
+      (holds_entry ? kInjectHoldsEntry : 0) | (a.tagged ? kInjectTagged : 0);
+  const tp::Sge sge{reinterpret_cast<uint64_t>(stage),
+                    static_cast<uint32_t>(bytes), tx_.lkey()};
+  Peer& p = conns_[peer];
+  if (Status s = PostSendWr(p, WrId(kWrInject, index), sge,
+                            /*awaited=*/false, /*inline_data=*/true);
+      !s.ok()) {
+    tx_cq_->Unreserve();
+    return s;
+  }
   ++p.in_flight;
-  op.sent = true;
+  tx_.Lend();
+  if (holds_entry) {
+    ++inject_reserved_;
+  } else {
+    tx_cq_->Unreserve();
+  }
   return Status::Ok();
 }
 
@@ -251,15 +316,22 @@ void Endpoint::CompleteTx(uint32_t index, int err, int prov_errno) {
   op.reserved = false;       // At most one entry per operation.
   if (err == 0 && !op.wants_entry) {
     tx_cq_->Unreserve();
-  } else if (err == 0) {
+  } else {
+    PushTxEntry(op.context, op.flags, err, prov_errno);
+  }
+}
+
+void Endpoint::PushTxEntry(void* context, uint64_t flags, int err,
+                           int prov_errno) {
+  if (err == 0) {
     CqEntry e;
-    e.op_context = op.context;
-    e.flags = op.flags;
+    e.op_context = context;
+    e.flags = flags;
     tx_cq_->Push(e, /*reserved=*/true);
   } else {
     CqErrEntry e;
-    e.op_context = op.context;
-    e.flags = op.flags;
+    e.op_context = context;
+    e.flags = flags;
     e.err = err;
     e.prov_errno = prov_errno;
     tx_cq_->PushError(e, /*reserved=*/true);
@@ -324,18 +396,8 @@ Status Endpoint::PostAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
               static_cast<uint32_t>(wire::kHeaderBytes), tx_.lkey()};
   // Inline: the slot may be rewritten once posted, and nothing waits for
   // an ack's completion.
-  const bool signaled = MustSignal(p, /*awaited=*/false);
-  tp::SendWr wr;
-  wr.wr_id = Sequenced(p, WrId(kWrAck, slot));
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = tp::WrOpcode::kSend;
-  wr.send_flags = (signaled ? tp::kSendSignaled : 0) | tp::kSendInline;
-  const tp::SendWr* bad = nullptr;
-  if (Status s = p.qp->PostSend(&wr, &bad); !s.ok()) return s;
-  Credits::Spend(p.credits);
-  Posted(p, wr.wr_id, signaled);
-  return Status::Ok();
+  return PostSendWr(p, WrId(kWrAck, slot), sge, /*awaited=*/false,
+                    /*inline_data=*/true);
 }
 
 }  // namespace softfab::core

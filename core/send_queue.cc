@@ -58,6 +58,21 @@ void Endpoint::OnSendWrDone(uint64_t wr_id, std::optional<uint32_t> from,
     } else {
       MaybeFinishTx(index);
     }
+  } else if (kind == kWrInject) {
+    // PostInject's: its place in the tx table, its peer's count of work in
+    // flight, and (at transmit level) its CQ reservation or error entry.
+    tx_.Unlend();
+    if (from) --conns_[*from].in_flight;
+    if (index & kInjectHoldsEntry) {
+      --inject_reserved_;
+      if (status == 0) {
+        tx_cq_->Unreserve();
+      } else {
+        PushTxEntry(nullptr, kSend | ((index & kInjectTagged) ? kTagged : kMsg),
+                    EIO, cause);
+      }
+    }
+    if (status != 0 && from) FailPeer(*from, EIO, cause);
   }
   // Acks and credit writes hold nothing.
 }

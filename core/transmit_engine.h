@@ -95,7 +95,13 @@ class TransmitEngine {
   uint32_t size() const { return static_cast<uint32_t>(ops_.size()); }
   TxOp& op(uint32_t index) { return ops_[index]; }
   std::vector<TxOp>& ops() { return ops_; }
-  bool full() const { return free_.empty(); }
+  // No slot for a new send: all taken, or the free ones all lent out.
+  bool full() const { return free_.size() <= lent_; }
+  // A send that needs no slot of its own (a small inject, copied inline when
+  // posted) still counts against the table until its work request retires,
+  // so as many sends are in flight as before, and no more.
+  void Lend() { ++lent_; }
+  void Unlend() { --lent_; }
   // A free send slot (the caller checked there is one); its TxOp keeps what
   // the last user left.
   uint32_t Take() {
@@ -126,6 +132,7 @@ class TransmitEngine {
  private:
   std::vector<TxOp> ops_;
   std::vector<uint32_t> free_;
+  uint32_t lent_ = 0;  // Lend() less Unlend()
   PinnedVector<uint8_t> bounce_;
   transport::MemoryRegion* mr_ = nullptr;
   size_t slot_bytes_ = 0;

@@ -81,7 +81,12 @@ struct Name {
   uint16_t lid = 0;
   uint32_t cm_qpn = 0;  // The endpoint's UD QP.
   uint32_t qkey = 0;
-  friend bool operator==(const Name&, const Name&) = default;
+  // The QP number first: names of one fabric mostly differ there, and a
+  // send compares its peer's name with its own endpoint's every time.
+  friend bool operator==(const Name& a, const Name& b) {
+    return a.cm_qpn == b.cm_qpn && a.qkey == b.qkey && a.lid == b.lid &&
+           std::memcmp(a.gid, b.gid, sizeof a.gid) == 0;
+  }
   friend auto operator<=>(const Name&, const Name&) = default;
 };
 inline constexpr size_t kNameBytes = 28;

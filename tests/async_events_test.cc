@@ -458,6 +458,50 @@ TEST(AsyncEventsTest, QpFatalAfterUnsignaledInjectsStillReconnects) {
   ExpectReconnects(t);
 }
 
+// Small injects go out without a tx op of their own (core/send.cc,
+// PostInject: copied inline, unsignaled): those still in flight when the
+// queue pair fails are flushed, and each is reported once, as an error entry
+// with no context that says whether it was tagged, naming the queue pair;
+// the CQ room they held is given back, and the next send connects anew.
+TEST(AsyncEventsTest, QpFatalReportsTheInjectsInFlight) {
+  constexpr uint64_t kFaultNs = 20'000'000;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(QpErrorAt(kFaultNs)));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kFaultNs));
+  t.RunUntil(kFaultNs - 1);  // none is acknowledged by the fault
+  uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  constexpr int kTagged = 6, kUntagged = 3;
+  for (int i = 0; i < kTagged + kUntagged; ++i) {
+    const ssize_t rc =
+        i < kTagged ? sf_tinject(t[0].ep, small, sizeof small, t[0].peer, 6)
+                    : sf_inject(t[0].ep, small, sizeof small, t[0].peer);
+    ASSERT_EQ(rc, 0) << sf_last_error();
+  }
+  int tagged = 0, untagged = 0, successes = 0;
+  for (int r = 0; r < 100000 && tagged + untagged < kTagged + kUntagged; ++r) {
+    sf_cq_tagged_entry e;
+    const ssize_t n = sf_cq_read(t[0].cq, &e, 1);
+    if (n == 1) ++successes;
+    if (n != -SF_EAVAIL) continue;
+    sf_cq_err_entry x{};
+    ASSERT_EQ(sf_cq_readerr(t[0].cq, &x, 0), 1);
+    EXPECT_EQ(x.op_context, nullptr);
+    EXPECT_EQ(x.err, SF_EIO);
+    EXPECT_EQ(x.prov_errno, SF_PROV_QP_FATAL);
+    ASSERT_TRUE(x.flags == (SF_SEND | SF_TAGGED) ||
+                x.flags == (SF_SEND | SF_MSG))
+        << x.flags;
+    ++(x.flags & SF_TAGGED ? tagged : untagged);
+  }
+  EXPECT_EQ(tagged, kTagged);
+  EXPECT_EQ(untagged, kUntagged);
+  EXPECT_EQ(successes, 0);  // an inject writes no entry of success
+  for (int r = 0; r < 1000; ++r) t.Progress();
+  sf_cq_tagged_entry e;
+  EXPECT_EQ(sf_cq_read(t[0].cq, &e, 1), -SF_EAGAIN) << "reported twice";
+  ExpectReconnects(t);
+}
+
 // Eager sends in flight when the queue pair fails are flushed by the device
 // (WR_FLUSH_ERR, which names no cause): their error entries carry the
 // queue pair's failure instead, as every other entry of that connection.

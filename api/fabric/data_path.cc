@@ -46,11 +46,12 @@ static_assert(SF_MSG == core::kMsg && SF_TAGGED == core::kTagged &&
 
 // Resolves user descriptors (sf_mr_desc values) into transport regions of
 // `domain`; false when one is not a live registration of that domain.
+// Without descriptors `out` is not used (the core is given none).
 bool ResolveDesc(Domain* domain, void** desc, size_t count,
                  tp::MemoryRegion** out) {
   for (size_t i = 0; i < count; ++i) {
     out[i] = nullptr;
-    if (desc == nullptr || desc[i] == nullptr) continue;
+    if (desc[i] == nullptr) continue;
     if (domain->mrs.count(desc[i]) == 0) return false;
     out[i] = static_cast<Mr*>(static_cast<sf_mr*>(desc[i]))->mr;
   }
@@ -64,7 +65,7 @@ int CheckPost(Domain* domain, void** desc, size_t count,
   if (count > core::Endpoint::kIovMax) {
     return Fail(EINVAL, "too many iov entries");
   }
-  if (!ResolveDesc(domain, desc, count, mrs)) {
+  if (desc != nullptr && !ResolveDesc(domain, desc, count, mrs)) {
     return Fail(EINVAL, "desc is not a registration of this domain");
   }
   return 0;

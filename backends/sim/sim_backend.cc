@@ -35,7 +35,11 @@ class SimBackend final : public transport::Backend,
   void CloseDevice(transport::Device*) override {}
 
   const transport::Clock& clock() const override { return fabric_->clock(); }
-  transport::BackendTuning tuning() const override { return {}; }
+  transport::BackendTuning tuning() const override {
+    transport::BackendTuning t;
+    t.inline_sends = true;  // small injects skip the tx table
+    return t;
+  }
 
   // Nothing arrives while the caller is outside a call, so the sleeper is
   // never asked to arm: the next event runs, or, when none comes before the

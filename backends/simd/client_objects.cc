@@ -627,7 +627,11 @@ class SimdBackend final : public tp::Backend {
   }
   void CloseDevice(tp::Device*) override { --opened_; }
   const tp::Clock& clock() const override { return clock_; }
-  tp::BackendTuning tuning() const override { return {}; }
+  tp::BackendTuning tuning() const override {
+    tp::BackendTuning t;
+    t.inline_sends = true;  // small injects skip the tx table
+    return t;
+  }
 
   tp::WaitResult Wait(const tp::WaitSet&, uint64_t deadline_ns,
                       tp::Sleeper*) override {

@@ -120,13 +120,20 @@ if [ -n "$provider" ]; then
     export LD_PRELOAD=$preload
   fi
 fi
+# A shell line that waits (up to 30 s) until something listens on TCP port
+# $1: the fi_pingpong client's connect to the server's out-of-band port is
+# refused when it comes first, and a fixed pause is too short on a loaded
+# machine (the lossy run's client once started before its server listened).
+await_listener() {
+  printf 'n=0; until grep -qE ":%04X [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null || [ $n -ge 300 ]; do sleep 0.1; n=$((n + 1)); done' "$1"
+}
 if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   for mode in "rdm" "rdm -m tagged" "msg" "dgram"; do
     port=$((port + 1))
     name="fi_pingpong -e $mode"
     # shellcheck disable=SC2086
     timeout 240 "$softfab" run -- fi_pingpong -p softfab -e $mode -S all -I 10 -v \
-      -B "$port" : sh -c "sleep 1; exec fi_pingpong -p softfab -e $mode -S all -I 10 \
+      -B "$port" : sh -c "$(await_listener "$port"); exec fi_pingpong -p softfab -e $mode -S all -I 10 \
       -v -P $port 127.0.0.1" >"$tmp/fi" 2>&1
     check "$name, two processes, all sizes, data checked" test $? -eq 0
     tail -n 3 "$tmp/fi"
@@ -134,7 +141,7 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   # A capture of a short run: a pcap file (magic a1b23c4d: nanoseconds).
   port=$((port + 1))
   timeout 120 "$softfab" run --pcap "$tmp/fi.pcap" -- fi_pingpong -p softfab -e rdm -S 1024 \
-    -I 10 -B "$port" : sh -c "sleep 1; exec fi_pingpong -p softfab -e rdm -S 1024 -I 10 \
+    -I 10 -B "$port" : sh -c "$(await_listener "$port"); exec fi_pingpong -p softfab -e rdm -S 1024 -I 10 \
     -P $port 127.0.0.1" >"$tmp/fipcap" 2>&1
   check "fi_pingpong with --pcap" test $? -eq 0
   check "  ...a nanosecond pcap with packets" test "$(head -c 4 "$tmp/fi.pcap" | od -An -tx1 |
@@ -148,8 +155,8 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
       port=$((port + 1))
       timeout 240 "$softfab" run --scenario "$lossy" --seed "$2" --trace "$1.trace" -- \
         fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -B "$port" : sh -c \
-        "sleep 1; exec fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -P $port \
-        127.0.0.1" >"$1" 2>&1
+        "$(await_listener "$port"); exec fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -P $port \
+        127.0.0.1" >"$1" 2>&1 || { tail -n 5 "$1"; return 1; }
     }
     check "fi_pingpong under loss (1% drop, duplicate, reorder), data checked" \
       lossy_pingpong "$tmp/l1" 1

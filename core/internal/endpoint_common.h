@@ -36,10 +36,17 @@ enum WrKind : uint64_t {
   kWrAck = 6,
   kWrRead = 7,
   kWrDgramRecv = 8,
+  // A small inject sent inline with no tx slot of its own (send.cc,
+  // PostInject): its index holds kInjectHoldsEntry and kInjectTagged.
+  kWrInject = 9,
 };
 inline uint64_t WrId(WrKind kind, uint64_t index) {
   return (uint64_t{kind} << 56) | index;
 }
+// kWrInject's index: the inject holds a CQ reservation (transmit level), and
+// it was tagged (its error entry says which).
+inline constexpr uint64_t kInjectHoldsEntry = 1;
+inline constexpr uint64_t kInjectTagged = 2;
 inline uint64_t KindOf(uint64_t wr_id) { return wr_id >> 56; }
 inline uint64_t IndexOf(uint64_t wr_id) { return wr_id & 0xffffffffu; }
 
