@@ -70,10 +70,14 @@ void SyncWaitFdsOf(Fabric* f) {
   if (!busy) {
     // Completions can wait in an endpoint's transport CQs, which only
     // progress moves into the CQ: a fd that looked only at the CQ would stay
-    // quiet over them. With no backend work pending, progress passes no
-    // simulated time.
+    // quiet over them. That holds for a signalled fd too, which is turned
+    // off below when its CQ is empty: a message that arrived as the
+    // simulator's last event waited for ever in a transport CQ behind a
+    // quiet fd (tests/wait_fd_test LibuvLoopDrivesAPingPong/sim_faults, once
+    // a disarmed ACK timer no longer kept the simulator busy). With no
+    // backend work pending, progress passes no simulated time.
     for (Cq* c : f->waitable) {
-      if (!c->signalled) c->cq->Progress();
+      if (c->cq->pending() == 0 && !c->cq->has_error()) c->cq->Progress();
     }
     busy = f->backend->HasPendingWork();
   }

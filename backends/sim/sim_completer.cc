@@ -104,7 +104,7 @@ void QpImpl::OnResponse(const Ev& ev) {
         --comp_.rnr_left;
       }
       comp_.rnr_wait = true;
-      comp_.timer_deadline_ns = 0;
+      DisarmTimer();
       f->ScheduleQpTimer(EvKind::kRnrTimer, dev_->node_, qp_num(),
                          f->now() + kRnrTimerNs[ev.aux & 31], ev.psn);
       return;
@@ -250,7 +250,7 @@ void QpImpl::ArmTimer() {
   const uint64_t to = AckTimeoutNs();
   FabricImpl* f = dev_->fabric_;
   if (to == 0 || comp_.rnr_wait || !sq_.outstanding()) {
-    comp_.timer_deadline_ns = 0;
+    DisarmTimer();
     return;
   }
   comp_.timer_deadline_ns = f->now() + to;
@@ -258,6 +258,32 @@ void QpImpl::ArmTimer() {
     comp_.timer_pending = true;
     f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
                        comp_.timer_deadline_ns, 0);
+  } else {
+    f->SettleTimers();  // its queued event may be at the front, now early
+  }
+}
+
+void QpImpl::DisarmTimer() {
+  comp_.timer_deadline_ns = 0;
+  if (comp_.timer_pending) dev_->fabric_->SettleTimers();
+}
+
+void FabricImpl::SettleTimers() {
+  while (!loop_.empty()) {
+    const Ev& top = loop_.TopPayload();
+    if (top.kind != EvKind::kAckTimer) return;
+    const uint64_t t = loop_.TopTime();
+    QpImpl* qp = dev(top.dst_node)->QpByNum(top.dst_qpn);
+    if (qp != nullptr && qp->AckTimerDueAt(t)) return;  // it runs
+    const Ev ev = loop_.Discard().payload;
+    if (qp == nullptr) continue;  // destroyed
+    const QpState s = qp->attr_.qp_state;
+    if (qp->comp_.timer_deadline_ns != 0 &&
+        (s == QpState::kRts || s == QpState::kSqd)) {
+      loop_.Schedule(qp->comp_.timer_deadline_ns, ev);  // re-armed for later
+    } else {
+      qp->comp_.timer_pending = false;  // disarmed
+    }
   }
 }
 

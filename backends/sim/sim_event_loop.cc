@@ -16,6 +16,7 @@ bool FabricImpl::Step() {
   recorder_.Fold(entry.time_ns);
   recorder_.Fold(entry.seq);
   Dispatch(entry.payload);
+  SettleTimers();  // the front may be a timer disarmed meanwhile
   return true;
 }
 

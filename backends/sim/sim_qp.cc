@@ -68,7 +68,7 @@ void QpImpl::ToError() {
   if (attr_.qp_state == QpState::kError) return;
   attr_.qp_state = QpState::kError;
   comp_.rnr_wait = false;
-  comp_.timer_deadline_ns = 0;
+  DisarmTimer();
   FlushSend();
   FlushRecv();
   if (srq_ != nullptr && !resp_.last_wqe_reported) {
@@ -92,7 +92,7 @@ void QpImpl::DiscardAll() {
   resp_.recv_active = false;
   comp_.rnr_wait = false;
   req_.blocked = false;
-  comp_.timer_deadline_ns = 0;
+  DisarmTimer();
   resp_.nak_sent = false;
   resp_.last_wqe_reported = false;
   req_.drained_reported = false;
@@ -341,7 +341,10 @@ Status QpImpl::Destroy() {
   recv_cq_->refs_--;
   if (srq_ != nullptr) srq_->refs_--;
   pd_->refs_--;
-  d->qps_[index_].reset();  // deletes this
+  const bool timer_pending = comp_.timer_pending;
+  FabricImpl* f = d->fabric_;
+  d->qps_[index_].reset();               // deletes this
+  if (timer_pending) f->SettleTimers();  // its timer names no QP now
   return Status::Ok();
 }
 

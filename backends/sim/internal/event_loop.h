@@ -43,6 +43,11 @@ class EventLoop final : public transport::Clock {
     if (entry.time_ns > now_ns_) now_ns_ = entry.time_ns;
     return entry;
   }
+  // What the earliest event is; the queue must not be empty.
+  const Ev& TopPayload() const { return queue_.TopPayload(); }
+  // Takes the earliest event without moving the clock: one that is not to
+  // run (FabricImpl::SettleTimers).
+  Entry Discard() { return queue_.Pop(); }
   // Moves the clock to t_ns if that is later (RunUntil with nothing left).
   void AdvanceTo(uint64_t t_ns) {
     if (t_ns > now_ns_) now_ns_ = t_ns;

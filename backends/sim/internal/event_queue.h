@@ -86,6 +86,14 @@ class EventQueue {
                         : lanes_[min_src_].front().time_ns;
   }
 
+  // The payload of the earliest entry; the queue must not be empty.
+  const Payload& TopPayload() const {
+    assert(size_ > 0);
+    if (min_src_ == kMinUnknown) min_src_ = MinSource();
+    return payloads_[min_src_ < 0 ? heap_.front().slot
+                                  : lanes_[min_src_].front().slot];
+  }
+
   // Removes and returns the earliest entry; the queue must not be empty.
   Entry Pop() {
     assert(size_ > 0);

@@ -137,6 +137,14 @@ class FabricImpl final : public SimFabric {
     loop_.Schedule(std::max(t_ns, loop_.now()), ev);
   }
   void Schedule(uint64_t t, const Ev& ev) { loop_.Schedule(t, ev); }
+  // Keeps the front of the event queue a real event: an ACK timer there that
+  // was disarmed (everything it guarded acknowledged, the QP in error, reset
+  // or destroyed) leaves, and one re-armed for later moves to its deadline,
+  // neither moving the clock. Run after every event taken and wherever a
+  // QP's timer changes (sim_completer.cc), so a poll with nothing else to run
+  // never moves the clock to a timeout that cannot happen (every half round
+  // trip of an idle ping-pong did: by the 67 ms default).
+  void SettleTimers();
   void ScheduleQpTimer(EvKind kind, int32_t node, uint32_t qpn, uint64_t t,
                        uint32_t psn) {
     Ev ev{};

@@ -49,7 +49,8 @@ struct Completer {
   uint8_t rnr_left = 0;
   bool rnr_wait = false;
   // An ACK-timer event is queued (at most one per QP; a later deadline
-  // re-queues it when it fires early).
+  // re-queues it, and disarming drops it, when it reaches the front of the
+  // queue: FabricImpl::SettleTimers).
   bool timer_pending = false;
   uint64_t timer_deadline_ns = 0;  // 0: no ACK timeout armed
 };
@@ -114,6 +115,14 @@ class QpImpl final : public QueuePair {
   void Retire();
   void GoBack(uint32_t psn);
   void ArmTimer();
+  // No ACK timeout armed any more (its queued event leaves when it reaches
+  // the front, FabricImpl::SettleTimers).
+  void DisarmTimer();
+  // Whether this QP's ACK timer, queued for `t_ns`, times out then.
+  bool AckTimerDueAt(uint64_t t_ns) const {
+    return comp_.timer_deadline_ns != 0 && comp_.timer_deadline_ns <= t_ns &&
+           (attr_.qp_state == QpState::kRts || attr_.qp_state == QpState::kSqd);
+  }
   // Everything before psn_next is acknowledged.
   void ImplicitAck(uint32_t psn_next);
   void ErrorHead(WcStatus status, uint32_t vendor_err);
