@@ -387,15 +387,19 @@ class Endpoint final : public RxClient {
   // Takes a tx slot and a CQ reservation for a send of `len` bytes to
   // `peer` (kNil on DGRAM); EAGAIN when either is exhausted.
   StatusOr<uint32_t> AcquireTx(const SendArgs& args, size_t len, uint32_t peer);
-  // The CQ reservation every send to `peer` holds (and its place in the tx
-  // table); EAGAIN when either is exhausted.
+  // The CQ reservation every send to `peer` holds, once the tx table has
+  // room for it (the caller then takes or lends a place); EAGAIN when either
+  // is exhausted.
   Status ReserveSend(uint32_t peer);
   Status PostTx(uint32_t op_index);
   // A plain fi_inject (no fence, no completion flag, at most transmit
-  // level) small enough to go inline: PostInject sends it to a connected
-  // `peer` that has a credit without a tx op (README "The data path").
+  // level, no context: an error entry is made from the wr_id, which has no
+  // room for one; an fi_sendmsg with FI_INJECT may carry one) small enough
+  // to go inline: PostInject sends it to a connected `peer` that has a
+  // credit without a tx op (README "The data path").
   bool InjectsInline(const SendArgs& args, size_t len) const {
-    return (args.flags & ~kRemoteCqData) == kInject && attr_.inline_sends &&
+    return (args.flags & ~kRemoteCqData) == kInject &&
+           args.context == nullptr && attr_.inline_sends &&
            wire::kHeaderBytes + len <= tx_.inline_max() &&
            !(attr_.op_flags & (kDeliveryComplete | kMatchComplete));
   }

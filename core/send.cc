@@ -291,6 +291,8 @@ Status Endpoint::PostInject(const SendArgs& a, size_t len, uint32_t peer) {
       (attr_.op_flags & kCompletionLevels) != kInjectComplete;
   const uint64_t index =
       (holds_entry ? kInjectHoldsEntry : 0) | (a.tagged ? kInjectTagged : 0);
+  // Outside the tx slots' registration (the lkey is theirs): only an inline
+  // post may read it, and the device copies it at once.
   const tp::Sge sge{reinterpret_cast<uint64_t>(stage),
                     static_cast<uint32_t>(bytes), tx_.lkey()};
   Peer& p = conns_[peer];

@@ -502,6 +502,78 @@ TEST(AsyncEventsTest, QpFatalReportsTheInjectsInFlight) {
   ExpectReconnects(t);
 }
 
+// Injects at transmit level hold a CQ reservation until their work request
+// retires, unsignaled: three times the CQ's 1,024 entries of them, one at a
+// time, each received, all go out (a reservation kept would refuse the
+// 1,025th for ever), and none writes an entry.
+TEST(AsyncEventsTest, InjectsGiveTheirCqRoomBack) {
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(sim::FaultPlan{}));
+  constexpr int kInjects = 3 * 1024;
+  uint8_t out[8] = {}, in[8] = {};
+  for (int i = 0; i < kInjects; ++i) {
+    ASSERT_EQ(sf_trecv(t[1].ep, in, sizeof in, nullptr, SF_ADDR_UNSPEC, 4, 0,
+                       nullptr),
+              0);
+    std::memcpy(out, &i, sizeof i);
+    int refused = 0;
+    ssize_t rc;
+    while ((rc = sf_tinject(t[0].ep, out, sizeof out, t[0].peer, 4)) ==
+               -SF_EAGAIN &&
+           refused < 100000) {
+      ++refused;
+      t.Progress();
+    }
+    ASSERT_EQ(rc, 0) << "inject " << i << ": " << sf_last_error();
+    bool got = false;
+    for (int r = 0; r < 100000 && !got; ++r) {
+      sf_cq_tagged_entry e;
+      ASSERT_NE(sf_cq_read(t[0].cq, &e, 1), 1) << "an inject wrote an entry";
+      got = sf_cq_read(t[1].cq, &e, 1) == 1;
+    }
+    ASSERT_TRUE(got) << "inject " << i << " never arrived";
+    int value;
+    std::memcpy(&value, in, sizeof value);
+    ASSERT_EQ(value, i);
+  }
+}
+
+// An fi_tsendmsg with FI_INJECT may carry a context (fi_msg(3): it is
+// returned in any error entry): such a send keeps its tx op, and its failure
+// names the context. Sent without an op, its error entry had none.
+TEST(AsyncEventsTest, QpFatalReportsAnInjectMessagesContext) {
+  constexpr uint64_t kFaultNs = 20'000'000;
+  TwoNodes t;
+  ASSERT_NO_FATAL_FAILURE(t.Open(QpErrorAt(kFaultNs)));
+  ASSERT_NO_FATAL_FAILURE(t.Connect(kFaultNs));
+  t.RunUntil(kFaultNs - 1);  // not acknowledged by the fault
+  uint8_t small[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  iovec iov{small, sizeof small};
+  int marker = 0;
+  sf_msg_tagged msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.addr = t[0].peer;
+  msg.tag = 6;
+  msg.context = &marker;
+  ASSERT_EQ(sf_tsendmsg(t[0].ep, &msg, SF_INJECT), 0) << sf_last_error();
+  sf_cq_err_entry x{};
+  bool failed = false;
+  for (int r = 0; r < 100000 && !failed; ++r) {
+    sf_cq_tagged_entry e;
+    const ssize_t n = sf_cq_read(t[0].cq, &e, 1);
+    ASSERT_NE(n, 1) << "an inject wrote an entry of success";
+    if (n == -SF_EAVAIL) {
+      ASSERT_EQ(sf_cq_readerr(t[0].cq, &x, 0), 1);
+      failed = true;
+    }
+  }
+  ASSERT_TRUE(failed) << "the send never failed";
+  EXPECT_EQ(x.op_context, &marker);
+  EXPECT_EQ(x.err, SF_EIO);
+  EXPECT_EQ(x.flags, SF_SEND | SF_TAGGED);
+}
+
 // Eager sends in flight when the queue pair fails are flushed by the device
 // (WR_FLUSH_ERR, which names no cause): their error entries carry the
 // queue pair's failure instead, as every other entry of that connection.

@@ -268,7 +268,7 @@ void QpImpl::DisarmTimer() {
   if (comp_.timer_pending) dev_->fabric_->SettleTimers();
 }
 
-void FabricImpl::SettleTimers() {
+void FabricImpl::SettleTimersAtFront() {
   while (!loop_.empty()) {
     const Ev& top = loop_.TopPayload();
     if (top.kind != EvKind::kAckTimer) return;
@@ -283,6 +283,7 @@ void FabricImpl::SettleTimers() {
       loop_.Schedule(qp->comp_.timer_deadline_ns, ev);  // re-armed for later
     } else {
       qp->comp_.timer_pending = false;  // disarmed
+      qp->comp_.timer_deadline_ns = 0;  // (a QP out of RTS/SQD: none armed)
     }
   }
 }

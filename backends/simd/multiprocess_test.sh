@@ -125,7 +125,7 @@ fi
 # refused when it comes first, and a fixed pause is too short on a loaded
 # machine (the lossy run's client once started before its server listened).
 await_listener() {
-  printf 'n=0; until grep -qE ":%04X [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null || [ $n -ge 300 ]; do sleep 0.1; n=$((n + 1)); done' "$1"
+  printf 'n=0; until grep -qE ":%04X [0-9A-F]+:0000 0A" /proc/net/tcp /proc/net/tcp6 2>/dev/null || [ $n -ge 300 ]; do sleep 0.1; n=$((n + 1)); done; [ $n -lt 300 ] || echo "nothing listens on port %d after 30 s" >&2' "$1" "$1"
 }
 if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   for mode in "rdm" "rdm -m tagged" "msg" "dgram"; do

@@ -144,7 +144,12 @@ class FabricImpl final : public SimFabric {
   // QP's timer changes (sim_completer.cc), so a poll with nothing else to run
   // never moves the clock to a timeout that cannot happen (every half round
   // trip of an idle ping-pong did: by the 67 ms default).
-  void SettleTimers();
+  void SettleTimers() {
+    if (!loop_.empty() && loop_.TopPayload().kind == EvKind::kAckTimer) {
+      SettleTimersAtFront();
+    }
+  }
+  void SettleTimersAtFront();
   void ScheduleQpTimer(EvKind kind, int32_t node, uint32_t qpn, uint64_t t,
                        uint32_t psn) {
     Ev ev{};
