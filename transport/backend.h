@@ -139,12 +139,16 @@ class Backend {
   // polls) or find what the device did.
   virtual bool NothingToRead() { return false; }
   // Whether NothingToRead may block (the caller then gets its work in order
-  // first: core::ProgressSource::BeforeSleep).
+  // first: core::ProgressSource::BeforeSleep). Asked once, when the fabric
+  // opens: a non-blocking read that finds nothing asks NothingToRead and
+  // health() only of a backend that parks (the others' answers are the
+  // defaults, and a busy poll would pay for asking).
   virtual bool ParksIdleReads() const { return false; }
 
   // Why the fabric can no longer be used at all (the shared simulator's
-  // daemon is gone); OK while it can. A read that finds nothing and a wait
-  // fail with it instead of reporting "nothing yet" for ever.
+  // daemon is gone); OK while it can. A read that finds nothing (on a
+  // backend that parks idle reads) and a wait fail with it instead of
+  // reporting "nothing yet" for ever.
   virtual Status health() const { return Status::Ok(); }
 
   // The simulation's controls, or null when the devices are real.

@@ -56,19 +56,22 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   core::CqEntry* entries = cq->scratch.data();
   uint64_t* srcs = cq->scratch_src.data();
   const size_t room = std::min(count, cq->scratch.size());
+  Fabric* fabric = cq->domain->fabric;
   int n = cq->cq->Read(entries, room, srcs);
-  SyncWaitFds(cq->domain->fabric);
-  transport::Backend& backend = *cq->domain->fabric->backend;
-  if (n == -EAGAIN && idle && backend.ParksIdleReads()) cq->cq->BeforeSleep();
-  if (n == -EAGAIN && idle && backend.NothingToRead()) {
-    n = cq->cq->Read(entries, room, srcs);  // what woke the parked read
-    SyncWaitFds(cq->domain->fabric);
+  SyncWaitFds(fabric);
+  const bool parks = n == -EAGAIN && fabric->parks_idle_reads;
+  if (parks && idle) {
+    cq->cq->BeforeSleep();
+    if (fabric->backend->NothingToRead()) {
+      n = cq->cq->Read(entries, room, srcs);  // what woke the parked read
+      SyncWaitFds(fabric);
+    }
   }
   if (n < 0) {
     last_error = n == -EAGAIN ? "no completion is ready"
                               : "an error completion is next: sf_cq_readerr";
-    if (n == -EAGAIN) {
-      if (Status h = backend.health(); !h.ok()) return Fail(h);
+    if (parks && n == -EAGAIN) {
+      if (Status h = fabric->backend->health(); !h.ok()) return Fail(h);
     }
     return n;
   }
@@ -83,16 +86,18 @@ ssize_t ReadEq(Eq* eq, uint32_t* event, void* buf, size_t len, uint64_t flags,
                bool idle) {
   auto ev = eq->eq->Read((flags & SF_PEEK) != 0);
   SyncWaitFds(eq->fabric);
-  tp::Backend& backend = *eq->fabric->backend;
-  const bool nothing = !ev.ok() && ev.status().code() == EAGAIN && idle;
-  if (nothing && backend.ParksIdleReads()) eq->eq->BeforeSleep();
-  if (nothing && backend.NothingToRead()) {
-    ev = eq->eq->Read((flags & SF_PEEK) != 0);  // what woke the parked read
-    SyncWaitFds(eq->fabric);
+  const bool parks =
+      !ev.ok() && ev.status().code() == EAGAIN && eq->fabric->parks_idle_reads;
+  if (parks && idle) {
+    eq->eq->BeforeSleep();
+    if (eq->fabric->backend->NothingToRead()) {
+      ev = eq->eq->Read((flags & SF_PEEK) != 0);  // what woke the parked read
+      SyncWaitFds(eq->fabric);
+    }
   }
   if (!ev.ok()) {
     last_error = ev.status().message();
-    if (ev.status().code() == EAGAIN) {
+    if (parks && ev.status().code() == EAGAIN) {
       if (Status h = eq->fabric->backend->health(); !h.ok()) return Fail(h);
     }
     return -ev.status().code();

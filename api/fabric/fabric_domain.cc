@@ -22,6 +22,7 @@ sf_fabric* NewFabric(std::unique_ptr<tp::Backend> backend,
                      const ClassOfService& cos, void* context) {
   auto* f = NewObject<Fabric>(SF_CLASS_FABRIC, context, nullptr);
   f->backend = std::move(backend);
+  f->parks_idle_reads = f->backend->ParksIdleReads();
   f->sim_extension = sim_extension;
   f->class_of_service = cos;
   return f;

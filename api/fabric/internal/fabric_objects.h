@@ -95,6 +95,9 @@ struct Fabric : sf_fabric {
   // call. Set by a real device's opener ($SOFTFAB_SREAD_SPIN_US, default
   // 20 us); 0 on the simulators, whose time is virtual.
   uint64_t sread_spin_ns = 0;
+  // backend->ParksIdleReads(), asked once: only such a backend is told of a
+  // read that found nothing, or asked for its health then (ReadCq).
+  bool parks_idle_reads = false;
   int children = 0;
   std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step.
   std::vector<Domain*> domains;  // Open domains, in opening order.
