@@ -79,6 +79,10 @@ for ((run = 1; run <= ${RUNS:-3}; ++run)); do
     same "${tag}_busy_lat_us" "$sf_lat" "$(sf "$b" --busy --sizes 8 --iters $n)"
     same "${tag}_sread_lat_us" "$sf_lat" "$(sf "$b" --sizes 8 --iters $n)"
     if [ "$tag" = sf ]; then  # a spin longer than rxe's round trip here
+      # As fi_pingpong sends below its inject size: sf_inject, no send
+      # completion awaited (softfab_pingpong --inject; older builds lack it).
+      same sf_busy_inject_lat_us "$sf_lat" \
+        "$(sf "$b" --busy --inject --sizes 8 --iters $n)"
       SOFTFAB_SREAD_SPIN_US=200 same sf_sread_spin200_lat_us "$sf_lat" \
         "$(sf "$b" --sizes 8 --iters $n)"
     fi
@@ -151,6 +155,10 @@ for tag in ("sf", "base"):
           "ib_send_bw_8_msg_s", ">= 0.9")
     ratio(f"{tag}: 64 KiB streaming / ib_send_bw -s 65536", f"{tag}_64k_mb_s",
           "ib_send_bw_64k_mb_s", ">= 0.95")
+ratio("sf --inject: busy half round trip / ib_send_lat",
+      "sf_busy_inject_lat_us", "ib_send_lat_us", "<= 1.5")
+ratio("sf --inject: busy half round trip / fi_pingpong -p verbs -e msg",
+      "sf_busy_inject_lat_us", "fi_verbs_msg_lat_us", "<= 1.0")
 ratio("system calls per round trip, sf_cq_sread / ib_send_lat -e",
       "sf_sread_syscalls_per_rt", "ib_send_lat_e_syscalls_per_rt", "<= 1.0")
 ratio("fi_pingpong -p softfab -e rdm / fi_pingpong -p verbs -e msg",

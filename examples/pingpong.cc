@@ -16,7 +16,10 @@
 // processes: N messages per size streamed with W in flight, like ib_send_bw;
 // prints messages per second and MB/s), --no-desc (pass no memory
 // descriptors, so softfab registers the buffers itself: what the MR cache,
-// on by default on verbs, is for; SOFTFAB_MR_CACHE=0 turns it off).
+// on by default on verbs, is for; SOFTFAB_MR_CACHE=0 turns it off),
+// --inject (a message of at most the endpoint's inject_size goes by
+// sf_inject / sf_tinject and no send completion is awaited, as fi_pingpong
+// does below its inject size; ping-pong only).
 // Exit status 0 when every message arrived with its bytes, 1 otherwise, 2 for
 // bad usage.
 #include <algorithm>
@@ -51,6 +54,7 @@ struct Options {
   int stream = 0;        // > 0: stream this many messages per size (bandwidth)
   int window = 64;       // sends in flight when streaming
   bool no_desc = false;  // pass no descriptors: softfab registers (MR cache)
+  bool inject = false;   // small messages by sf_inject, no send completion
 };
 
 // One end of the ping-pong: its objects and its registered buffers.
@@ -67,7 +71,8 @@ struct Side {
   std::vector<uint8_t> tx, rx;
   sf_mr* tx_mr = nullptr;
   sf_mr* rx_mr = nullptr;
-  Side* other = nullptr;  // one-process runs: the side a wait also drives.
+  Side* other = nullptr;   // one-process runs: the side a wait also drives.
+  size_t inject_size = 0;  // sf_ep_query's, once enabled
 };
 
 int64_t NowNs() {
@@ -213,6 +218,15 @@ void MakeEndpoint(const Options& o, Side* s, sf_info* info) {
     Check(*s, "sf_ep_bind(eq)", sf_ep_bind(s->ep, &s->eq->fid, 0));
   }
   Check(*s, "sf_enable", sf_enable(s->ep));
+  sf_ep_attr q{};
+  Check(*s, "sf_ep_query", sf_ep_query(s->ep, &q));
+  s->inject_size = q.inject_size;
+}
+
+// Whether a message of `size` bytes goes by sf_inject (--inject): it then
+// writes no completion entry.
+bool Injects(const Options& o, const Side& s, size_t size) {
+  return o.inject && size <= s.inject_size;
 }
 
 std::vector<uint8_t> NameOf(sf_fid* fid, const Side& s) {
@@ -237,11 +251,17 @@ ssize_t PostRecv(const Options& o, Side& s, size_t size) {
 void Send(const Options& o, Side& s, size_t size, int seq) {
   for (size_t i = 0; i < size; ++i) s.tx[i] = PatternByte(size, seq, s.id, i);
   void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
+  const bool inject = Injects(o, s, size);
   while (true) {
-    const ssize_t r =
-        o.tagged
-            ? sf_tsend(s.ep, s.tx.data(), size, desc, s.peer, 0x5F, nullptr)
-            : sf_send(s.ep, s.tx.data(), size, desc, s.peer, nullptr);
+    ssize_t r;
+    if (inject) {
+      r = o.tagged ? sf_tinject(s.ep, s.tx.data(), size, s.peer, 0x5F)
+                   : sf_inject(s.ep, s.tx.data(), size, s.peer);
+    } else {
+      r = o.tagged
+              ? sf_tsend(s.ep, s.tx.data(), size, desc, s.peer, 0x5F, nullptr)
+              : sf_send(s.ep, s.tx.data(), size, desc, s.peer, nullptr);
+    }
     if (r == 0) return;
     if (r != -SF_EAGAIN) Die(s.role, "send", r);
     (void)sf_cq_read(s.cq, nullptr, 0);
@@ -252,7 +272,7 @@ void Send(const Options& o, Side& s, size_t size, int seq) {
 // Waits for the posted receive and the send, in either order, and checks the
 // received bytes and the guard byte after them.
 bool Complete(const Options& o, Side& s, size_t size, int seq, int from) {
-  bool got_recv = false, got_send = false;
+  bool got_recv = false, got_send = Injects(o, s, size);
   while (!got_recv || !got_send) {
     sf_cq_tagged_entry e{};
     WaitOne(s, o.timeout_ms, &e, o.busy);
@@ -308,6 +328,7 @@ bool RunSize(const Options& o, Side& s, size_t size) {
         }
       }
       Send(o, s, size, seq);
+      if (Injects(o, s, size)) continue;
       WaitOne(s, o.timeout_ms, &e, o.busy);  // the pong's send completion
       if (e.flags & SF_RECV) return false;
       continue;
@@ -394,6 +415,7 @@ bool RunSizeTogether(const Options& o, Side& server, Side& client,
     }
     Send(o, server, size, seq);
     if (!Complete(o, client, size, seq, 0)) return false;
+    if (Injects(o, server, size)) continue;
     WaitOne(server, o.timeout_ms, &e, o.busy);
     if (e.flags & SF_RECV) return false;
   }
@@ -417,7 +439,8 @@ int Usage() {
   std::fprintf(
       stderr,
       "usage: softfab_pingpong [--backend sim|verbs] [--ep rdm|msg] "
-      "[--tagged] [--busy] [--stream N [--window W]] [--no-desc] [--sizes "
+      "[--tagged] [--busy] [--inject] [--stream N [--window W]] [--no-desc] "
+      "[--sizes "
       "a,b,...] [--iters N] [--device NAME] "
       "[--port N] [--gid-index N] [--oob-port P] [--timeout-ms T] "
       "[SERVER_IPV4]\n");
@@ -461,6 +484,8 @@ bool ParseOptions(int argc, char** argv, Options* o) {
       if (!number(&o->window) || o->window < 1) return false;
     } else if (a == "--no-desc") {
       o->no_desc = true;
+    } else if (a == "--inject") {
+      o->inject = true;
     } else if (a == "--busy") {
       o->busy = true;
     } else if (a == "--tagged") {
@@ -496,7 +521,7 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     o->sizes.erase(std::unique(o->sizes.begin(), o->sizes.end()),
                    o->sizes.end());
   }
-  return true;
+  return !(o->inject && o->stream > 0);  // --inject is for the ping-pong
 }
 
 // Connects the two sides: names over TCP (two processes) or directly.

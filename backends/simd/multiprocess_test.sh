@@ -56,6 +56,9 @@ check "tagged FI_EP_MSG, two processes" both "$tmp/c" --busy --ep msg --tagged \
 check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/c")" = 2
 check "sleeping in sf_cq_sread" both "$tmp/d" --sizes 8,65536 --iters 10
 check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/d")" = 2
+check "small messages injected (--inject), larger ones sent" both "$tmp/inj" \
+  --busy --tagged --inject --sizes 1,8,64,65536 --iters 10
+check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/inj")" = 2
 
 # Node 1 is killed in the middle: node 0, waiting for a message that will not
 # come (as on hardware, no completion tells it), gives up by its own timeout,
