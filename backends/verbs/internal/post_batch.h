@@ -36,10 +36,31 @@ struct PostErrors {
 // IbvWr* out)` checks one request and writes its ibv form (Status);
 // `post(IbvWr* first, IbvWr** bad)` hands a linked batch to libibverbs and
 // returns its error number. An empty list posts nothing and succeeds.
+// The Status of a post libibverbs refused with `code` (not 0).
+inline Status PostRefused(int code, const PostErrors& errors) {
+  return Status(code, code == ENOMEM ? errors.full : errors.refused);
+}
+
 template <typename Wr, typename IbvWr, typename Translate, typename Post>
 Status PostChain(const Wr* wr, const Wr** bad_wr, Translate&& translate,
                  Post&& post, const PostErrors& errors) {
   if (bad_wr != nullptr) *bad_wr = nullptr;
+  // One request (the data path's every post): translated and posted
+  // without the batch's bookkeeping.
+  if (wr != nullptr && wr->next == nullptr && wr->num_sge <= kPostBatchSges) {
+    IbvWr one;
+    ibv_sge sges[kPostBatchSges];
+    Status s = translate(*wr, sges, &one);
+    if (s.ok()) {
+      one.next = nullptr;
+      IbvWr* bad = nullptr;
+      const int code = ErrnoOfReturn(post(&one, &bad));
+      if (code == 0) return Status::Ok();
+      s = PostRefused(code, errors);
+    }
+    if (bad_wr != nullptr) *bad_wr = wr;
+    return s;
+  }
   IbvWr batch[kPostBatchWrs];
   ibv_sge sges[kPostBatchSges];
   const Wr* source[kPostBatchWrs];
@@ -61,7 +82,7 @@ Status PostChain(const Wr* wr, const Wr** bad_wr, Translate&& translate,
                        ? static_cast<int>(bad - batch)
                        : 0;
     if (bad_wr != nullptr) *bad_wr = source[at];
-    return Status(code, code == ENOMEM ? errors.full : errors.refused);
+    return PostRefused(code, errors);
   };
   for (; wr != nullptr; wr = wr->next) {
     const int need = wr->num_sge > 0 ? wr->num_sge : 0;
