@@ -80,9 +80,12 @@ for ((run = 1; run <= ${RUNS:-3}; ++run)); do
     same "${tag}_sread_lat_us" "$sf_lat" "$(sf "$b" --sizes 8 --iters $n)"
     if [ "$tag" = sf ]; then  # a spin longer than rxe's round trip here
       # As fi_pingpong sends below its inject size: sf_inject, no send
-      # completion awaited (softfab_pingpong --inject; older builds lack it).
+      # completion awaited (softfab_pingpong --inject; older builds lack it);
+      # streamed, softfab bounds what is in flight.
       same sf_busy_inject_lat_us "$sf_lat" \
         "$(sf "$b" --busy --inject --sizes 8 --iters $n)"
+      same sf_rate_inject_msg_s "$sf_rate" \
+        "$(sf "$b" --busy --inject --sizes 8 --stream $rate_n)"
       SOFTFAB_SREAD_SPIN_US=200 same sf_sread_spin200_lat_us "$sf_lat" \
         "$(sf "$b" --sizes 8 --iters $n)"
     fi
@@ -159,6 +162,8 @@ ratio("sf --inject: busy half round trip / ib_send_lat",
       "sf_busy_inject_lat_us", "ib_send_lat_us", "<= 1.5")
 ratio("sf --inject: busy half round trip / fi_pingpong -p verbs -e msg",
       "sf_busy_inject_lat_us", "fi_verbs_msg_lat_us", "<= 1.0")
+ratio("sf --inject: 8 B message rate / ib_send_bw -s 8",
+      "sf_rate_inject_msg_s", "ib_send_bw_8_msg_s", ">= 0.9")
 ratio("system calls per round trip, sf_cq_sread / ib_send_lat -e",
       "sf_sread_syscalls_per_rt", "ib_send_lat_e_syscalls_per_rt", "<= 1.0")
 ratio("fi_pingpong -p softfab -e rdm / fi_pingpong -p verbs -e msg",

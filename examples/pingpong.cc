@@ -19,7 +19,8 @@
 // on by default on verbs, is for; SOFTFAB_MR_CACHE=0 turns it off),
 // --inject (a message of at most the endpoint's inject_size goes by
 // sf_inject / sf_tinject and no send completion is awaited, as fi_pingpong
-// does below its inject size; ping-pong only).
+// does below its inject size; streaming, as many are in flight as softfab
+// takes before it says -SF_EAGAIN).
 // Exit status 0 when every message arrived with its bytes, 1 otherwise, 2 for
 // bad usage.
 #include <algorithm>
@@ -248,20 +249,22 @@ ssize_t PostRecv(const Options& o, Side& s, size_t size) {
              : sf_recv(s.ep, s.rx.data(), size, desc, s.peer, nullptr);
 }
 
+// One post of s.tx's first `size` bytes: injected (Injects) or sent.
+ssize_t PostSend(const Options& o, Side& s, size_t size) {
+  if (Injects(o, s, size)) {
+    return o.tagged ? sf_tinject(s.ep, s.tx.data(), size, s.peer, 0x5F)
+                    : sf_inject(s.ep, s.tx.data(), size, s.peer);
+  }
+  void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
+  return o.tagged
+             ? sf_tsend(s.ep, s.tx.data(), size, desc, s.peer, 0x5F, nullptr)
+             : sf_send(s.ep, s.tx.data(), size, desc, s.peer, nullptr);
+}
+
 void Send(const Options& o, Side& s, size_t size, int seq) {
   for (size_t i = 0; i < size; ++i) s.tx[i] = PatternByte(size, seq, s.id, i);
-  void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
-  const bool inject = Injects(o, s, size);
   while (true) {
-    ssize_t r;
-    if (inject) {
-      r = o.tagged ? sf_tinject(s.ep, s.tx.data(), size, s.peer, 0x5F)
-                   : sf_inject(s.ep, s.tx.data(), size, s.peer);
-    } else {
-      r = o.tagged
-              ? sf_tsend(s.ep, s.tx.data(), size, desc, s.peer, 0x5F, nullptr)
-              : sf_send(s.ep, s.tx.data(), size, desc, s.peer, nullptr);
-    }
+    const ssize_t r = PostSend(o, s, size);
     if (r == 0) return;
     if (r != -SF_EAGAIN) Die(s.role, "send", r);
     (void)sf_cq_read(s.cq, nullptr, 0);
@@ -363,7 +366,7 @@ bool RunStream(const Options& o, Side& s, size_t size) {
       if (s.rx[i] != PatternByte(size, total - 1, 1, i)) return false;
     }
     Send(o, s, 1, 0);
-    WaitOne(s, o.timeout_ms, &e, o.busy);
+    if (!Injects(o, s, 1)) WaitOne(s, o.timeout_ms, &e, o.busy);
     return true;
   }
   Check(s, "post receive", PostRecv(o, s, 1));
@@ -371,21 +374,29 @@ bool RunStream(const Options& o, Side& s, size_t size) {
   bool answered = false;
   for (size_t i = 0; i < size; ++i)
     s.tx[i] = PatternByte(size, total - 1, 1, i);
-  void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
+  // Injected, a send is done once posted: softfab bounds how many are in
+  // flight (-SF_EAGAIN), not the window.
+  const bool inject = Injects(o, s, size);
   while (done < total || !answered) {
-    while (sent < total && sent - done < o.window) {
-      const ssize_t r =
-          o.tagged
-              ? sf_tsend(s.ep, s.tx.data(), size, desc, s.peer, 0x5F, nullptr)
-              : sf_send(s.ep, s.tx.data(), size, desc, s.peer, nullptr);
+    while (sent < total && (inject || sent - done < o.window)) {
+      const ssize_t r = PostSend(o, s, size);
       if (r == -SF_EAGAIN) break;
       Check(s, "send", r);
       ++sent;
+      if (inject) ++done;
     }
     if (sent == done && sent < total) {
       // Refused (-SF_EAGAIN) with nothing in flight: the peer owes credits,
-      // which only progress brings in. Drive it, then send again.
-      (void)sf_cq_read(s.cq, nullptr, 0);
+      // which only progress brings in. Drive it, then send again. Injects
+      // are never in flight here: their refusal reads the CQ as a program
+      // waiting would (a shared simulator moves on while it does).
+      if (!inject) {
+        (void)sf_cq_read(s.cq, nullptr, 0);
+        continue;
+      }
+      const ssize_t n = sf_cq_read(s.cq, &e, 1);
+      if (n < 0 && n != -SF_EAGAIN) Die(s.role, "sf_cq_read", n);
+      if (n == 1 && (e.flags & SF_RECV)) answered = true;
       continue;
     }
     WaitOne(s, o.timeout_ms, &e, o.busy);
@@ -521,7 +532,7 @@ bool ParseOptions(int argc, char** argv, Options* o) {
     o->sizes.erase(std::unique(o->sizes.begin(), o->sizes.end()),
                    o->sizes.end());
   }
-  return !(o->inject && o->stream > 0);  // --inject is for the ping-pong
+  return true;
 }
 
 // Connects the two sides: names over TCP (two processes) or directly.

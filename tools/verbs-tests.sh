@@ -108,6 +108,7 @@ pingpong pingpong_rdm_tagged --ep rdm --tagged
 pingpong pingpong_msg_untagged --ep msg
 pingpong pingpong_msg_tagged --ep msg --tagged
 pingpong pingpong_rdm_inject --ep rdm --tagged --inject --sizes 1,8,64,1024,65536
+pingpong pingpong_rdm_stream_inject --ep rdm --inject --stream 5000 --sizes 8,4096,65536
 
 # The provider as libfabric loads it on the device: fi_info lists RDM, MSG and DGRAM on
 # the device's fabric (and the simulator's), ldd -r is clean, the parameters are listed.

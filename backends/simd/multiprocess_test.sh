@@ -59,6 +59,9 @@ check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/d")
 check "small messages injected (--inject), larger ones sent" both "$tmp/inj" \
   --busy --tagged --inject --sizes 1,8,64,65536 --iters 10
 check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/inj")" = 2
+check "streamed, small messages injected" both "$tmp/injs" --busy --inject \
+  --stream 2000 --sizes 8,65536
+check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/injs")" = 2
 
 # Node 1 is killed in the middle: node 0, waiting for a message that will not
 # come (as on hardware, no completion tells it), gives up by its own timeout,
