@@ -2,7 +2,9 @@
 # The data path's speed on a device (issue 19), two processes on Soft-RoCE in
 # the rxe VM, beside the anchors in the same rounds: perftest (ib_send_lat,
 # ib_send_lat -e, ib_send_bw) and libfabric's thinnest verbs path
-# (fi_pingpong -p verbs -e msg). RUNS rounds (3), each measurement once per
+# (fi_pingpong -p verbs -e msg). softfab_pingpong is measured sending with
+# sf_send and its completion, and (--inject) sending small messages as
+# fi_pingpong does. RUNS rounds (3), each measurement once per
 # round, interleaved; prints every figure, then per measurement the median
 # and the spread, and the ratios of medians the issue's targets name.
 #   bash bench/lean_path_vm.sh [OTHER_BAZEL_BIN]
@@ -78,14 +80,15 @@ for ((run = 1; run <= ${RUNS:-3}; ++run)); do
     [ "$b" = "$SOFTFAB_BIN" ] || tag=base
     same "${tag}_busy_lat_us" "$sf_lat" "$(sf "$b" --busy --sizes 8 --iters $n)"
     same "${tag}_sread_lat_us" "$sf_lat" "$(sf "$b" --sizes 8 --iters $n)"
-    if [ "$tag" = sf ]; then  # a spin longer than rxe's round trip here
+    if [ "$tag" = sf ]; then  # rows older builds cannot make
       # As fi_pingpong sends below its inject size: sf_inject, no send
-      # completion awaited (softfab_pingpong --inject; older builds lack it);
-      # streamed, softfab bounds what is in flight.
+      # completion awaited (softfab_pingpong --inject); streamed, softfab
+      # bounds what is in flight.
       same sf_busy_inject_lat_us "$sf_lat" \
         "$(sf "$b" --busy --inject --sizes 8 --iters $n)"
       same sf_rate_inject_msg_s "$sf_rate" \
         "$(sf "$b" --busy --inject --sizes 8 --stream $rate_n)"
+      # A spin longer than rxe's round trip here.
       SOFTFAB_SREAD_SPIN_US=200 same sf_sread_spin200_lat_us "$sf_lat" \
         "$(sf "$b" --sizes 8 --iters $n)"
     fi

@@ -17,10 +17,10 @@
 // prints messages per second and MB/s), --no-desc (pass no memory
 // descriptors, so softfab registers the buffers itself: what the MR cache,
 // on by default on verbs, is for; SOFTFAB_MR_CACHE=0 turns it off),
-// --inject (a message of at most the endpoint's inject_size goes by
+// --inject (a message smaller than the endpoint's inject_size goes by
 // sf_inject / sf_tinject and no send completion is awaited, as fi_pingpong
-// does below its inject size; streaming, as many are in flight as softfab
-// takes before it says -SF_EAGAIN).
+// does; streaming, as many are in flight as softfab takes before it says
+// -SF_EAGAIN).
 // Exit status 0 when every message arrived with its bytes, 1 otherwise, 2 for
 // bad usage.
 #include <algorithm>
@@ -224,10 +224,10 @@ void MakeEndpoint(const Options& o, Side* s, sf_info* info) {
   s->inject_size = q.inject_size;
 }
 
-// Whether a message of `size` bytes goes by sf_inject (--inject): it then
-// writes no completion entry.
+// Whether a message of `size` bytes goes by sf_inject (--inject): below the
+// inject size, as fi_pingpong decides. It then writes no completion entry.
 bool Injects(const Options& o, const Side& s, size_t size) {
-  return o.inject && size <= s.inject_size;
+  return o.inject && size < s.inject_size;
 }
 
 std::vector<uint8_t> NameOf(sf_fid* fid, const Side& s) {
@@ -342,9 +342,10 @@ bool RunSize(const Options& o, Side& s, size_t size) {
 }
 
 // Streaming (two processes), like ib_send_bw: the client keeps `window`
-// sends in flight until o.stream messages are out; the server keeps as many
-// receives posted and, when all arrived, answers with one byte. The client
-// times first send to that answer. The last message's bytes are checked.
+// sends in flight (injected ones: as many as softfab takes) until o.stream
+// messages are out; the server keeps `window` receives posted and, when all
+// arrived, answers with one byte. The client times first send to that
+// answer. The last message's bytes are checked.
 bool RunStream(const Options& o, Side& s, size_t size) {
   const int total = o.stream;
   sf_cq_tagged_entry e{};
@@ -377,6 +378,10 @@ bool RunStream(const Options& o, Side& s, size_t size) {
   // Injected, a send is done once posted: softfab bounds how many are in
   // flight (-SF_EAGAIN), not the window.
   const bool inject = Injects(o, s, size);
+  // An injecting client refused for longer than the timeout gives up.
+  int refused_at = -1;
+  uint32_t refused_spins = 0;
+  int64_t refused_since = 0;
   while (done < total || !answered) {
     while (sent < total && (inject || sent - done < o.window)) {
       const ssize_t r = PostSend(o, s, size);
@@ -386,10 +391,11 @@ bool RunStream(const Options& o, Side& s, size_t size) {
       if (inject) ++done;
     }
     if (sent == done && sent < total) {
-      // Refused (-SF_EAGAIN) with nothing in flight: the peer owes credits,
-      // which only progress brings in. Drive it, then send again. Injects
-      // are never in flight here: their refusal reads the CQ as a program
-      // waiting would (a shared simulator moves on while it does).
+      // Refused (-SF_EAGAIN) with no send awaiting its completion: the peer
+      // owes credits, which only progress brings in. Drive it, then send
+      // again. Injects await none, so this is their flow control: they read
+      // the CQ as a waiting program would (a shared simulator moves on while
+      // it does), within the timeout.
       if (!inject) {
         (void)sf_cq_read(s.cq, nullptr, 0);
         continue;
@@ -397,6 +403,19 @@ bool RunStream(const Options& o, Side& s, size_t size) {
       const ssize_t n = sf_cq_read(s.cq, &e, 1);
       if (n < 0 && n != -SF_EAGAIN) Die(s.role, "sf_cq_read", n);
       if (n == 1 && (e.flags & SF_RECV)) answered = true;
+      if (n == 1 || sent > refused_at) {
+        refused_at = sent;
+        refused_since = 0;
+      } else if (++refused_spins % 1024 == 0) {
+        if (refused_since == 0) {
+          refused_since = NowNs();
+        } else if (NowNs() - refused_since > int64_t{o.timeout_ms} * 1000000) {
+          std::fprintf(stderr,
+                       "softfab_pingpong: %s: sends refused for %d ms\n",
+                       s.role, o.timeout_ms);
+          std::exit(1);
+        }
+      }
       continue;
     }
     WaitOne(s, o.timeout_ms, &e, o.busy);
@@ -649,6 +668,10 @@ int main(int argc, char** argv) {
       "%-10s %8s %14s %12s  (%s, %s, %s)\n", "bytes", "iters", "half RTT (us)",
       "MB/s", o.backend == SF_BACKEND_SIM ? "simulator" : "verbs",
       o.ep_type == SF_EP_MSG ? "msg" : "rdm", o.tagged ? "tagged" : "untagged");
+  if (o.inject) {
+    std::printf("(--inject: messages below %zu bytes by sf_inject)\n",
+                me->inject_size);
+  }
   bool ok = true;
   for (size_t size : o.sizes) {
     if (!together) {

@@ -38,10 +38,10 @@ void CopyOut(const core::CqEntry& e, sf_cq_format format, void* buf, size_t i) {
   }
 }
 
-// `idle`: a non-blocking read that finds nothing tells the backend
-// (Backend::NothingToRead) and, when the backend parked it until something
-// came, reads once more; a blocking read's attempts do not, as its wait does
-// the same.
+// `idle`: a non-blocking read that finds nothing tells a backend that parks
+// idle reads (Backend::NothingToRead) and, when it parked the read until
+// something came, reads once more; a blocking read's attempts do not, as its
+// wait does the same. Other backends are not asked (Fabric::parks_idle_reads).
 ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
   Cq* cq = AsCq(pub);
   if (cq == nullptr) return Fail(EINVAL, "not a completion queue");

@@ -2,7 +2,8 @@
 # Several processes on one simulated fabric, as a user runs them: softfab run
 # with the two sides of softfab_pingpong as nodes 0 and 1 (every size, every
 # byte checked by the program), the same seed twice giving the same fabric
-# digest and virtual time, FI_EP_MSG connections, a process killed mid-run
+# digest and virtual time, FI_EP_MSG connections, small messages injected
+# (--inject, ping-pong and streamed), a process killed mid-run
 # (the other gets errors and exits; nothing hangs), the daemon killed mid-run
 # (both processes fail and exit within a second), and a process asking for
 # a node the fabric does not have (refused with the reason).
@@ -59,6 +60,9 @@ check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/d")
 check "small messages injected (--inject), larger ones sent" both "$tmp/inj" \
   --busy --tagged --inject --sizes 1,8,64,65536 --iters 10
 check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/inj")" = 2
+check "  ...injected below the endpoint's inject size (1 to 64 B at least)" \
+  test "$(grep -o 'messages below [0-9]* bytes by sf_inject' "$tmp/inj" |
+    awk '$3 > 64' | wc -l)" = 2
 check "streamed, small messages injected" both "$tmp/injs" --busy --inject \
   --stream 2000 --sizes 8,65536
 check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/injs")" = 2

@@ -96,7 +96,7 @@ struct Fabric : sf_fabric {
   // 20 us); 0 on the simulators, whose time is virtual.
   uint64_t sread_spin_ns = 0;
   // backend->ParksIdleReads(), asked once: only such a backend is told of a
-  // read that found nothing, or asked for its health then (ReadCq).
+  // read that found nothing, or asked for its health then (ReadCq, ReadEq).
   bool parks_idle_reads = false;
   int children = 0;
   std::vector<Cq*> waitable;     // CQs with a wait fd, kept in step.

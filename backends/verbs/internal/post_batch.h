@@ -32,15 +32,15 @@ struct PostErrors {
   const char* refused;
 };
 
-// Posts the list starting at `wr`. `translate(const Wr&, ibv_sge* sges,
-// IbvWr* out)` checks one request and writes its ibv form (Status);
-// `post(IbvWr* first, IbvWr** bad)` hands a linked batch to libibverbs and
-// returns its error number. An empty list posts nothing and succeeds.
 // The Status of a post libibverbs refused with `code` (not 0).
 inline Status PostRefused(int code, const PostErrors& errors) {
   return Status(code, code == ENOMEM ? errors.full : errors.refused);
 }
 
+// Posts the list starting at `wr`. `translate(const Wr&, ibv_sge* sges,
+// IbvWr* out)` checks one request and writes its ibv form (Status);
+// `post(IbvWr* first, IbvWr** bad)` hands a linked batch to libibverbs and
+// returns its error number. An empty list posts nothing and succeeds.
 template <typename Wr, typename IbvWr, typename Translate, typename Post>
 Status PostChain(const Wr* wr, const Wr** bad_wr, Translate&& translate,
                  Post&& post, const PostErrors& errors) {

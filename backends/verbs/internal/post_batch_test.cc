@@ -158,5 +158,57 @@ TEST(PostBatch, MoreSgesThanABatchHoldsIsInvalid) {
   EXPECT_EQ(p.posted.size(), 1u);
 }
 
+// One request (the data path's every post) takes a shorter way: the same
+// results as in a list.
+TEST(PostBatch, OneRequestIsPostedAlone) {
+  FakeProvider p;
+  RecvList list(1, 3);
+  tp::RecvWr sentinel;
+  const tp::RecvWr* bad = &sentinel;
+  ASSERT_TRUE(Post(list, &p, &bad).ok());
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_EQ(p.calls, 1);
+  ASSERT_EQ(p.posted.size(), 1u);
+  EXPECT_EQ(p.posted[0], 0u);
+  EXPECT_EQ(p.sge_addrs, (std::vector<uint64_t>{0, 1, 2}));
+}
+
+TEST(PostBatch, OneBadRequestIsNamedAndNotPosted) {
+  FakeProvider p;
+  RecvList list(1, 2);  // over max_sge 1
+  const tp::RecvWr* bad = nullptr;
+  Status s = Post(list, &p, &bad, 1);
+  EXPECT_EQ(s.code(), EINVAL);
+  EXPECT_EQ(bad, &list.wrs[0]);
+  EXPECT_EQ(p.calls, 0);
+  list.wrs[0].num_sge = -1;
+  bad = nullptr;
+  EXPECT_EQ(Post(list, &p, &bad).code(), EINVAL);
+  EXPECT_EQ(bad, &list.wrs[0]);
+  std::vector<tp::Sge> many(kPostBatchSges + 1, tp::Sge{1, 1, 1});
+  list.wrs[0].sg_list = many.data();
+  list.wrs[0].num_sge = kPostBatchSges + 1;
+  bad = nullptr;
+  EXPECT_EQ(Post(list, &p, &bad, 1000).code(), EINVAL);
+  EXPECT_EQ(bad, &list.wrs[0]);
+  EXPECT_EQ(p.calls, 0);
+}
+
+TEST(PostBatch, OneRequestRefusedNamedOrNot) {
+  for (const bool anonymous : {false, true}) {
+    FakeProvider p;
+    p.refuse_id = 0;
+    p.refuse_code = anonymous ? -EINVAL : ENOMEM;
+    p.anonymous = anonymous;
+    RecvList list(1, 1);
+    const tp::RecvWr* bad = nullptr;
+    Status s = Post(list, &p, &bad);
+    EXPECT_EQ(s.code(), anonymous ? EINVAL : ENOMEM);
+    EXPECT_STREQ(s.message(), anonymous ? "refused" : "full");
+    EXPECT_EQ(bad, &list.wrs[0]);
+    EXPECT_TRUE(p.posted.empty());
+  }
+}
+
 }  // namespace
 }  // namespace softfab::verbs::internal
