@@ -11,8 +11,8 @@
 # user space (its program, libraries and the rxe provider's user part), not the
 # kernel. softfab's rows are also split by source file as
 # bench/callgrind_by_file.py does (api, core, verbs backend, harness, the
-# rest). Under the VM's emulated CPU the time of a round trip follows these
-# counts (README "The data path").
+# rest). The VM emulates its CPUs, so these counts weigh in its round trips'
+# times (README "The data path").
 #   bash bench/instructions_per_round_trip_vm.sh [KEEP_DIR]
 # Builds -c opt with -g (for the split; GCC's -g changes no code) and boots the
 # VM; needs valgrind on the host (the VM runs the host's binaries). KEEP_DIR:
