@@ -132,8 +132,8 @@ struct EndpointAttr {
   // registered and deregistered per operation.
   MrCache* mr_cache = nullptr;
   // Eager sends and injects small enough for the QP's inline data are posted
-  // inline (the device copies them at post): set on real devices. Off on the
-  // simulator, whose runs stay as they were.
+  // inline (the device copies them at post); small injects then need no tx
+  // slot (PostInject). The backend's choice (BackendTuning::inline_sends).
   bool inline_sends = false;
   // Where the endpoint's transport CQs raise events for a sleeping waiter
   // (ArmCompletions); null: no channel (the simulator, busy polling).

@@ -74,6 +74,7 @@ struct Side {
   sf_mr* rx_mr = nullptr;
   Side* other = nullptr;   // one-process runs: the side a wait also drives.
   size_t inject_size = 0;  // sf_ep_query's, once enabled
+  uint64_t injected = 0;   // messages sf_inject took (--inject)
 };
 
 int64_t NowNs() {
@@ -99,6 +100,18 @@ uint8_t PatternByte(size_t size, int seq, int from, size_t i) {
   return static_cast<uint8_t>(x ^ (x >> 13));
 }
 
+// An error entry is next on s.cq: ends the program with its text.
+[[noreturn]] void DieOfErrorEntry(Side& s) {
+  sf_cq_err_entry err{};
+  Check(s, "sf_cq_readerr", sf_cq_readerr(s.cq, &err, 0));
+  std::fprintf(stderr,
+               "softfab_pingpong: %s: error completion: %s (err %d, "
+               "prov_errno %d, len %zu, olen %zu)\n",
+               s.role, sf_strerror(err.err), err.err, err.prov_errno, err.len,
+               err.olen);
+  std::exit(1);
+}
+
 // Reads one completion entry from s.cq within timeout_ms (exits otherwise),
 // driving the other side's progress in a one-process run. An error entry
 // ends the program with its text.
@@ -117,16 +130,7 @@ void WaitOne(Side& s, int timeout_ms, sf_cq_tagged_entry* entry, bool busy) {
       if (n == -SF_EAGAIN) (void)sf_cq_read(s.other->cq, nullptr, 0);
     }
     if (n == 1) return;
-    if (n == -SF_EAVAIL) {
-      sf_cq_err_entry err{};
-      Check(s, "sf_cq_readerr", sf_cq_readerr(s.cq, &err, 0));
-      std::fprintf(stderr,
-                   "softfab_pingpong: %s: error completion: %s (err %d, "
-                   "prov_errno %d, len %zu, olen %zu)\n",
-                   s.role, sf_strerror(err.err), err.err, err.prov_errno,
-                   err.len, err.olen);
-      std::exit(1);
-    }
+    if (n == -SF_EAVAIL) DieOfErrorEntry(s);
     if (n != -SF_EAGAIN && n != -SF_ETIMEDOUT) Die(s.role, "sf_cq_read", n);
     // A busy poll reads the clock now and then only: it can cost a system
     // call (a VM's emulated timer), which would dominate a short wait.
@@ -252,8 +256,11 @@ ssize_t PostRecv(const Options& o, Side& s, size_t size) {
 // One post of s.tx's first `size` bytes: injected (Injects) or sent.
 ssize_t PostSend(const Options& o, Side& s, size_t size) {
   if (Injects(o, s, size)) {
-    return o.tagged ? sf_tinject(s.ep, s.tx.data(), size, s.peer, 0x5F)
-                    : sf_inject(s.ep, s.tx.data(), size, s.peer);
+    const ssize_t r = o.tagged
+                          ? sf_tinject(s.ep, s.tx.data(), size, s.peer, 0x5F)
+                          : sf_inject(s.ep, s.tx.data(), size, s.peer);
+    if (r == 0) ++s.injected;
+    return r;
   }
   void* desc = o.no_desc ? nullptr : sf_mr_desc(s.tx_mr);
   return o.tagged
@@ -401,6 +408,7 @@ bool RunStream(const Options& o, Side& s, size_t size) {
         continue;
       }
       const ssize_t n = sf_cq_read(s.cq, &e, 1);
+      if (n == -SF_EAVAIL) DieOfErrorEntry(s);
       if (n < 0 && n != -SF_EAGAIN) Die(s.role, "sf_cq_read", n);
       if (n == 1 && (e.flags & SF_RECV)) answered = true;
       if (n == 1 || sent > refused_at) {
@@ -722,6 +730,10 @@ int main(int argc, char** argv) {
                                : "on, unwatched",
                   c.hits, c.misses, c.unmapped);
     }
+  }
+  if (o.inject) {
+    std::printf("pingpong: %" PRIu64 " messages went by sf_inject\n",
+                me->injected + (together ? client.injected : 0));
   }
   std::printf("%s\n", ok ? "pingpong: all messages arrived with their bytes"
                          : "pingpong: FAILED");

@@ -68,7 +68,9 @@ enum class WaitResult : uint8_t {
 // follows from the hardware's scale, not from the program.
 struct BackendTuning {
   // Post sends that fit the QP's inline data inline (the device copies them
-  // at post). Off where it buys nothing (the simulator copies either way).
+  // at post). On every backend today: on the simulators it is what lets a
+  // small inject skip the tx table (core Endpoint::PostInject), and their
+  // runs' digests did not change with it.
   bool inline_sends = false;
   // Connection-request retry interval and tries; 0 keeps the core's
   // defaults (200 us x 50, a simulated round trip's scale).

@@ -128,32 +128,47 @@ TEST(RcTest, AckTimeoutThenRetryExceeded) {
   EXPECT_EQ(p.f->stats().retransmits, 3u);
 }
 
-// A send acknowledged leaves its ACK timer's event queued (disarmed); the
-// next send re-arms the timer for later. Lost (node 1's port goes down in
-// between), it is retried one timeout after it was sent: not at the first
-// send's old deadline, and not never.
+// A send acknowledged leaves its ACK timer's event queued (disarmed) while an
+// earlier event is ahead of it; the next send re-arms the timer for later, so
+// the queued event, reaching the front at the old deadline, moves to the new
+// one (FabricImpl::SettleTimersAtFront). That send lost, it is retried one
+// timeout after it was sent: not at the first send's old deadline, and not
+// never.
 TEST(RcTest, AckTimerReArmedLaterTimesOutAtItsNewDeadline) {
   constexpr uint64_t kTimeoutNs = 4096ull << 10;  // timeout 10: 4.194304 ms
-  constexpr uint64_t kDownNs = 1'000'000, kSecondNs = 2'000'000;
+  constexpr uint64_t kSecondNs = 2'000'000, kAheadNs = 3'000'000;
   SimConfig c = TwoNodes();
-  c.faults.timed_faults = {TimedFault{TimedFaultKind::kLinkDown, kDownNs, 1}};
+  // An event between the second send and the first send's old deadline (the
+  // port, up, comes up): the disarmed timer is never at the front before the
+  // second send re-arms it.
+  c.faults.timed_faults = {TimedFault{TimedFaultKind::kLinkUp, kAheadNs, 1}};
+  PacketFault lose;  // the second send's first transmission
+  lose.src_node = 0;
+  lose.opcode_mask = kFaultOpSend;
+  lose.start_ns = kSecondNs;
+  lose.count_max = 1;
+  c.faults.packet_faults.push_back(lose);
   RcParams prm;
   prm.timeout = 10;
   RcPair p(c, prm);
   tp::Sge rs = p.b.Sge(0, 8), ss = p.a.Sge(0, 8);
   ASSERT_TRUE(PostRecv(p.qb, 1, &rs, 1).ok());
+  ASSERT_TRUE(PostRecv(p.qb, 2, &rs, 1).ok());
   ASSERT_TRUE(PostSend(p.qa, 1, &ss, 1).ok());
   p.f->RunUntil(kSecondNs);
   tp::WorkCompletion wc;
   ASSERT_EQ(p.a.scq->Poll(1, &wc), 1);  // acknowledged
   EXPECT_EQ(wc.status, tp::WcStatus::kSuccess);
-  ASSERT_TRUE(PostSend(p.qa, 2, &ss, 1).ok());  // lost: the port is down
+  ASSERT_TRUE(PostSend(p.qa, 2, &ss, 1).ok());  // lost once
   p.f->RunUntil(kSecondNs + kTimeoutNs - 1);
   EXPECT_EQ(p.f->stats().retransmits, 0u) << "timed out by the old deadline";
   p.f->RunUntil(kSecondNs + kTimeoutNs);
   EXPECT_EQ(p.f->stats().retransmits, 1u) << "no timeout at the new deadline";
   p.f->RunUntil(kSecondNs + 2 * kTimeoutNs);
-  EXPECT_EQ(p.f->stats().retransmits, 2u);
+  ASSERT_EQ(p.a.scq->Poll(1, &wc), 1);  // the retry was acknowledged
+  EXPECT_EQ(wc.wr_id, 2u);
+  EXPECT_EQ(wc.status, tp::WcStatus::kSuccess);
+  EXPECT_EQ(p.f->stats().retransmits, 1u);
 }
 
 TEST(RcTest, TimeoutZeroWaitsForever) {

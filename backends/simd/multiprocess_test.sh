@@ -63,9 +63,17 @@ check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/inj
 check "  ...injected below the endpoint's inject size (1 to 64 B at least)" \
   test "$(grep -o 'messages below [0-9]* bytes by sf_inject' "$tmp/inj" |
     awk '$3 > 64' | wc -l)" = 2
+# 1, 8 and 64 B, 10 round trips each: 30 messages injected by each side.
+check "  ...and they went by sf_inject (30 per side)" \
+  test "$(grep -c 'pingpong: 30 messages went by sf_inject' "$tmp/inj")" = 2
 check "streamed, small messages injected" both "$tmp/injs" --busy --inject \
   --stream 2000 --sizes 8,65536
 check "  ...every byte arrived" test "$(grep -c 'all messages arrived' "$tmp/injs")" = 2
+# The client streams 2,000 of 8 B (the 64 KiB ones are sent), the server
+# injects its 1-byte answer to each size.
+check "  ...streamed ones too (2,000 by the client, 2 answers)" \
+  test "$(grep -oE 'pingpong: [0-9]+ messages went by sf_inject' "$tmp/injs" |
+    awk '{print $2}' | sort -n | tr '\n' ' ')" = "2 2000 "
 
 # Node 1 is killed in the middle: node 0, waiting for a message that will not
 # come (as on hardware, no completion tells it), gives up by its own timeout,
