@@ -31,14 +31,26 @@ check() {  # check NAME CONDITION...: one line per check, counted.
   local name=$1; shift
   if "$@"; then echo "ok   $name"; else echo "FAIL $name"; failures=$((failures + 1)); fi
 }
+# Each run takes the next TCP port that no socket here uses, in any state: a
+# run just before this one (or beside it) leaves its ports in TIME_WAIT, and a
+# program that binds one without SO_REUSEADDR then fails (this test once did,
+# run back to back with itself).
 port=$((47800 + RANDOM % 500))
+next_port() {
+  local hex
+  while true; do
+    port=$((port + 1))
+    hex=$(printf '%04X' "$port")
+    grep -qE "^ *[0-9]+: [0-9A-F]+:$hex " /proc/net/tcp /proc/net/tcp6 2>/dev/null || return 0
+  done
+}
 # softfab_pingpong leaves its objects to process exit, as benchmark programs
 # do; under the ASan pass its leak report would fail every run. Leaks are the
 # business of the suites that close what they open.
 export ASAN_OPTIONS=detect_leaks=0
 both() {  # both OUT ARGS...: the two sides under softfab run, output in OUT.
   local out=$1; shift
-  port=$((port + 1))
+  next_port
   timeout 120 "$softfab" run -- "$pingpong" --backend sim --oob-port "$port" "$@" : \
     "$pingpong" --backend sim --oob-port "$port" "$@" 127.0.0.1 >"$out" 2>&1
 }
@@ -78,7 +90,7 @@ check "  ...streamed ones too (2,000 by the client, 2 answers)" \
 # Node 1 is killed in the middle: node 0, waiting for a message that will not
 # come (as on hardware, no completion tells it), gives up by its own timeout,
 # reports it and exits; the run ends.
-port=$((port + 1))
+next_port
 start=$(date +%s)
 timeout 120 "$softfab" run -- "$pingpong" --backend sim --busy --oob-port "$port" \
   --sizes 8 --iters 1000000 : sh -c "\"$pingpong\" --backend sim --busy --oob-port $port \
@@ -95,7 +107,7 @@ check "  ...the survivor reports the failure" grep -qE 'server: (no completion|.
 fd=$!
 for _ in $(seq 50); do grep -q SOFTFAB_FABRIC "$tmp/g.env" && break; sleep 0.1; done
 fabric=$(sed -n 's/^SOFTFAB_FABRIC=//p' "$tmp/g.env")
-port=$((port + 1))
+next_port
 SOFTFAB_FABRIC=$fabric SOFTFAB_NODE=0 timeout 60 "$pingpong" --backend sim --busy \
   --oob-port "$port" --sizes 8 --iters 100000000 >"$tmp/g0" 2>&1 &
 p0=$!
@@ -147,7 +159,7 @@ await_listener() {
 }
 if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
   for mode in "rdm" "rdm -m tagged" "msg" "dgram"; do
-    port=$((port + 1))
+    next_port
     name="fi_pingpong -e $mode"
     # shellcheck disable=SC2086
     timeout 240 "$softfab" run -- fi_pingpong -p softfab -e $mode -S all -I 10 -v \
@@ -157,7 +169,7 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
     tail -n 3 "$tmp/fi"
   done
   # A capture of a short run: a pcap file (magic a1b23c4d: nanoseconds).
-  port=$((port + 1))
+  next_port
   timeout 120 "$softfab" run --pcap "$tmp/fi.pcap" -- fi_pingpong -p softfab -e rdm -S 1024 \
     -I 10 -B "$port" : sh -c "$(await_listener "$port"); exec fi_pingpong -p softfab -e rdm -S 1024 -I 10 \
     -P $port 127.0.0.1" >"$tmp/fipcap" 2>&1
@@ -170,7 +182,7 @@ if command -v fi_pingpong >/dev/null && [ -n "$provider" ]; then
     echo "(sanitizer build: the lossy fi_pingpong runs and the MPI jobs run in the plain pass)"
   else
     lossy_pingpong() {  # lossy_pingpong OUT SEED: rdm tagged, all sizes, lossy
-      port=$((port + 1))
+      next_port
       timeout 240 "$softfab" run --scenario "$lossy" --seed "$2" --trace "$1.trace" -- \
         fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -B "$port" : sh -c \
         "$(await_listener "$port"); exec fi_pingpong -p softfab -e rdm -m tagged -S all -I 10 -v -P $port \
