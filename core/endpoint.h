@@ -350,6 +350,9 @@ class Endpoint final : public RxClient {
     // retire such work that nothing else would (KickUnsignaled).
     uint64_t unsignaled = 0;
     uint64_t kicks = 0;
+    // Bounce buffers of one batch of arrivals posted back together, one
+    // chain of more than one (FlushReposts).
+    uint64_t repost_chains = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -513,6 +516,25 @@ class Endpoint final : public RxClient {
   // Puts a bounce buffer back on the SRQ; one the SRQ refuses (in error)
   // waits in rx_unposted_ for the next progress.
   void RepostOrKeep(uint32_t index);
+  // The same for the buffers of a batch of more than one receive completion
+  // (repost_later_): gathered while Progress handles the batch, then posted
+  // as one chain (FlushReposts) before anything can poll a CQ again or post
+  // to the SRQ otherwise. Only a poll runs the simulator's events, so the
+  // fabric finds the SRQ as it would have with each buffer posted at once; a
+  // device takes one post (one lock, one doorbell) per batch instead of one
+  // per buffer. A batch of one is posted at once: a chain would only cost.
+  void Repost(uint32_t index) {
+    if (repost_later_) {
+      RepostLater(index);
+    } else {
+      RepostOrKeep(index);
+    }
+  }
+  void RepostLater(uint32_t index);
+  void FlushReposts() {
+    if (repost_count_ != 0) PostReposts();
+  }
+  void PostReposts();
   // The credits we grant `peer` (decided once, in its first CM message that
   // carries a grant): `credits`, or half of the buffers left beyond
   // kMinGrant for every other peer the endpoint may yet hold if that is less,
@@ -709,6 +731,11 @@ class Endpoint final : public RxClient {
   std::vector<transport::AddressHandle*> retired_ah_;  // RetireAh
 
   std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
+  // RepostLater's chain: at most one request per completion of a batch.
+  std::array<transport::RecvWr, 32> repost_wr_;
+  std::array<transport::Sge, 32> repost_sge_;
+  uint32_t repost_count_ = 0;
+  bool repost_later_ = false;  // Set while Progress handles such a batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival
   // order (at most the bounce buffers there are: theirs are not reposted).
   std::deque<transport::WorkCompletion> held_;

@@ -82,6 +82,7 @@ void Endpoint::UnexpectedReleased(uint32_t peer, bool credit_held) {
 // ------------------------------------------------------------------- arrivals
 
 Status Endpoint::AddBounceChunk() {
+  FlushReposts();  // The SRQ takes buffers in the order they were freed.
   if (rx_bounce_count_ + attr_.credits > rx_bounce_max_) {
     // The SRQ (and the receive CQ sized for it) is full: further peers share
     // the buffers there are. Under heavy fan-in that can mean RNR NAKs, which
@@ -106,6 +107,37 @@ void Endpoint::RepostOrKeep(uint32_t index) {
   if (!RepostBounce(index).ok()) rx_unposted_.push_back(index);
 }
 
+void Endpoint::RepostLater(uint32_t index) {
+  if (repost_count_ == repost_wr_.size()) PostReposts();
+  tp::Sge& sge = repost_sge_[repost_count_];
+  sge = {reinterpret_cast<uint64_t>(BounceAt(index)),
+         static_cast<uint32_t>(rx_slot_bytes_),
+         rx_chunk_mrs_[index / attr_.credits]->lkey()};
+  tp::RecvWr& wr = repost_wr_[repost_count_];
+  wr.wr_id = WrId(kWrRxBounce, index);
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.next = nullptr;
+  if (repost_count_ > 0) repost_wr_[repost_count_ - 1].next = &wr;
+  ++repost_count_;
+}
+
+void Endpoint::PostReposts() {
+  if (repost_count_ > 1) ++stats_.repost_chains;
+  const tp::RecvWr* bad = nullptr;
+  if (!srq_->PostRecv(repost_wr_.data(), &bad).ok()) {
+    // The requests before the refused one are posted (transport.h); it and
+    // those after it wait in rx_unposted_, in order, as RepostOrKeep's do.
+    const size_t first =
+        bad != nullptr ? static_cast<size_t>(bad - repost_wr_.data()) : 0;
+    for (size_t i = first; i < repost_count_; ++i) {
+      rx_unposted_.push_back(
+          static_cast<uint32_t>(IndexOf(repost_wr_[i].wr_id)));
+    }
+  }
+  repost_count_ = 0;
+}
+
 Status Endpoint::RepostBounce(uint32_t index) {
   return PostOneRecv(srq_, WrId(kWrRxBounce, index), BounceAt(index),
                      rx_slot_bytes_,
@@ -122,7 +154,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     // by one with every such failure.
     if (wc.status == tp::WcStatus::kSuccess) ++stats_.bad_headers;
     if (wc.status == tp::WcStatus::kWrFlushErr) ++stats_.bounce_flushed;
-    RepostOrKeep(index);
+    Repost(index);
     return;
   }
   const uint32_t peer = *from;
@@ -150,7 +182,7 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     // FI_OPT_BUFFERED_MIN prefix): a message to match.
     return_credit = OnMessage(peer, h, buf + wire::kHeaderBytes, payload_len);
   }
-  RepostOrKeep(index);
+  Repost(index);
   if (return_credit) conns_.ReturnCredit(peer);
 }
 

@@ -51,6 +51,7 @@ void Endpoint::Progress() {
     }
     const int n = recv_cq_->Poll(want, wc);
     if (n <= 0) break;
+    repost_later_ = n > 1;
     for (int i = 0; i < n; ++i) {
       const uint64_t kind = KindOf(wc[i].wr_id);
       if (kind == kWrRxBounce) {
@@ -68,6 +69,8 @@ void Endpoint::Progress() {
         conns_.cm().Repost(wc[i]);
       }
     }
+    repost_later_ = false;
+    FlushReposts();
   }
   while (true) {
     const int n = send_cq_->Poll(kPollBatch, wc);

@@ -7,9 +7,13 @@
 //   stopped at 16 windows: the SRQ ran dry);
 // - a buffer flushed by a QP that failed while a message arrived into it is
 //   put back on the shared receive queue (it was dropped: the pool shrank by
-//   one with every such failure).
+//   one with every such failure);
+// - the buffers of a batch of arrivals go back to the shared receive queue
+//   together, one chain per poll batch, and every one of them goes back.
 #include <gtest/gtest.h>
+#include <sys/uio.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <vector>
 
@@ -115,6 +119,53 @@ TEST(ReceiveBuffersTest, ABufferAFailingQpFlushedIsPostedAgain) {
   rc->ToError();  // the QP fails (a QP_FATAL, as the fault plan's kQpError)
   for (int r = 0; r < 1000; ++r) c[0].ep->Progress();
   EXPECT_EQ(c[0].ep->stats().bounce_flushed, 1u);
+  EXPECT_EQ(PostedBuffers(c, 0), posted);
+}
+
+TEST(ReceiveBuffersTest, ABatchOfArrivalsGoesBackInOneChain) {
+  constexpr int kMessages = 40;  // more than one poll batch (32)
+  Cluster c(2);
+  ExpectDelivered(c, 1, 0, 8);  // connected
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  const uint32_t posted = PostedBuffers(c, 0);
+  ASSERT_GE(posted, static_cast<uint32_t>(kMessages));
+  // They all arrive while the receiver does not poll.
+  std::vector<std::vector<uint8_t>> out(kMessages);
+  std::vector<iovec> siov(kMessages);
+  for (int i = 0; i < kMessages; ++i) {
+    out[i] = Pattern(64, i);
+    ASSERT_TRUE(c[1].ep
+                    ->Send(TSend(out[i].data(), out[i].size(), c[1].addr[0],
+                                 static_cast<uint64_t>(i), nullptr, &siov[i]))
+                    .ok())
+        << i;
+  }
+  for (int r = 0; r < 20000 && PostedBuffers(c, 0) > posted - kMessages; ++r) {
+    c[1].ep->Progress();
+  }
+  ASSERT_EQ(PostedBuffers(c, 0), posted - kMessages);
+  // One progress takes them (as unexpected: no receive is posted) and posts
+  // every buffer back, a poll batch at a time.
+  const uint64_t chains = c[0].ep->stats().repost_chains;
+  c[0].ep->Progress();
+  EXPECT_EQ(PostedBuffers(c, 0), posted);
+  EXPECT_EQ(c[0].ep->stats().repost_chains, chains + 2);  // 32, then 8
+  // Each arrived once, whole, and the buffers carry messages again.
+  std::vector<uint8_t> in(64);
+  iovec riov;
+  for (int i = 0; i < kMessages; ++i) {
+    ASSERT_TRUE(c[0].ep
+                    ->Recv(TRecv(in.data(), in.size(), static_cast<uint64_t>(i),
+                                 0, nullptr, &riov))
+                    .ok());
+    core::CqEntry e;
+    ASSERT_EQ(c.ReadOne(0, &e), 1) << "message " << i;
+    EXPECT_EQ(e.tag, static_cast<uint64_t>(i));
+    EXPECT_EQ(in, out[i]) << i;
+  }
+  core::CqEntry e;
+  EXPECT_EQ(c[0].cq->Read(&e, 1), -EAGAIN);  // no message twice
+  ExpectDelivered(c, 1, 0, 8);
   EXPECT_EQ(PostedBuffers(c, 0), posted);
 }
 
