@@ -317,8 +317,13 @@ TEST(TranslateSendWr, RcFieldsAndSges) {
   in.rdma.rkey = 0x99;
   SendQueueLimits lim{4, 0, false};
   ibv_sge sges[4];
-  ibv_send_wr out{};
+  ibv_send_wr out;
+  // Whatever was there before (a batch's slot reused): every field a
+  // provider reads for this opcode is written, the rest of the union too.
+  std::memset(&out, 0xa5, sizeof out);
   ASSERT_TRUE(ToIbvSendWr(in, lim, Resolve, sges, &out).ok());
+  EXPECT_EQ(out.wr.atomic.swap, 0u);
+  EXPECT_EQ(out.qp_type.xrc.remote_srqn, 0u);
   EXPECT_EQ(out.wr_id, 42u);
   EXPECT_EQ(out.sg_list, sges);
   EXPECT_EQ(out.num_sge, 2);
@@ -346,7 +351,11 @@ TEST(TranslateSendWr, UdNeedsAnAddressHandleOfThisPd) {
   in.ud.ah = reinterpret_cast<tp::AddressHandle*>(0x3000);  // foreign
   EXPECT_EQ(ToIbvSendWr(in, lim, Resolve, sges, &out).code(), EINVAL);
   in.ud.ah = const_cast<tp::AddressHandle*>(kOurAh);
+  std::memset(&out, 0xa5, sizeof out);
   ASSERT_TRUE(ToIbvSendWr(in, lim, Resolve, sges, &out).ok());
+  EXPECT_EQ(out.next, nullptr);
+  EXPECT_EQ(out.send_flags, 0u);
+  EXPECT_EQ(out.imm_data, 0u);
   EXPECT_EQ(out.wr.ud.ah, kFakeAh);
   EXPECT_EQ(out.wr.ud.remote_qpn, 0x55u);
   EXPECT_EQ(out.wr.ud.remote_qkey, 0x1111u);
