@@ -520,9 +520,10 @@ class Endpoint final : public RxClient {
   // (repost_later_): gathered while Progress handles the batch, then posted
   // as one chain (FlushReposts) before anything can poll a CQ again or post
   // to the SRQ otherwise. Only a poll runs the simulator's events, so the
-  // fabric finds the SRQ as it would have with each buffer posted at once; a
-  // device takes one post (one lock, one doorbell) per batch instead of one
-  // per buffer. A batch of one is posted at once: a chain would only cost.
+  // fabric finds the SRQ as it would have with each buffer posted at once; the
+  // verbs backend makes one ibv_post_srq_recv (one lock) per 16 buffers, the
+  // shared simulator one request to its daemon per batch, instead of one per
+  // buffer. A batch of one is posted at once: a chain would only cost.
   void Repost(uint32_t index) {
     if (repost_later_) {
       RepostLater(index);

@@ -9,6 +9,7 @@ namespace softfab::sim::internal {
 
 Status SrqImpl::PostRecv(const RecvWr* wr, const RecvWr** bad_wr) {
   if (bad_wr != nullptr) *bad_wr = nullptr;
+  ++post_calls_;
   for (; wr != nullptr; wr = wr->next) {
     Status s = ValidateRecvWr(*wr, ring_.sge_max());
     if (s.ok() && ring_.full()) s = NoMemory("SRQ full");
