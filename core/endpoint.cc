@@ -222,7 +222,9 @@ Endpoint::~Endpoint() {
     for (TxOp& op : tx_.ops()) {
       if (op.used && op.reserved) tx_cq_->Unreserve();
     }
-    for (uint32_t i = 0; i < inject_reserved_; ++i) tx_cq_->Unreserve();
+    if (InjectsHoldEntries()) {  // every inject in flight holds one
+      for (uint32_t i = 0; i < tx_.lent(); ++i) tx_cq_->Unreserve();
+    }
   }
   for (CompletionQueue* cq : {tx_cq_, rx_cq_}) {
     if (cq) cq->progress_sources().Remove(this);

@@ -353,6 +353,8 @@ class Endpoint final : public RxClient {
     // Bounce buffers of one batch of arrivals posted back together, one
     // chain of more than one (FlushReposts).
     uint64_t repost_chains = 0;
+    // Injects sent inline without a tx op of their own (PostInject).
+    uint64_t injects_inline = 0;
   };
   const Stats& stats() const { return stats_; }
 
@@ -407,6 +409,12 @@ class Endpoint final : public RxClient {
            !(attr_.op_flags & (kDeliveryComplete | kMatchComplete));
   }
   Status PostInject(const SendArgs& args, size_t len, uint32_t peer);
+  // Whether PostInject's injects hold a CQ reservation until they retire
+  // (all of an endpoint's do, or none: the level is fixed at creation), so
+  // tx_.lent() of them hold one now.
+  bool InjectsHoldEntries() const {
+    return (attr_.op_flags & kCompletionLevels) != kInjectComplete;
+  }
   // Posts one SEND of `sge` to `p` as `wr_id` (kind and index; the queue's
   // sequence is added), signaled when `awaited` or the unsignaled run is
   // long enough; on success a credit is spent and the ring holds it.
@@ -683,10 +691,8 @@ class Endpoint final : public RxClient {
   // is destroyed only with nothing outstanding (CanReconnect) or with the
   // endpoint.
   uint32_t send_cq_used_ = 0;
-  // Injects posted by PostInject that hold a CQ reservation until they
-  // retire, and where their header and payload are put together (copied by
-  // the device when posted: inline).
-  uint32_t inject_reserved_ = 0;
+  // Where PostInject puts an inject's header and payload together (copied
+  // by the device when posted: inline).
   std::vector<uint8_t> inject_stage_;
   uint32_t send_cq_room_ = 0;
   // Unsignaled work requests with no signaled one after them, all peers

@@ -289,8 +289,7 @@ Status Endpoint::PostInject(const SendArgs& a, size_t len, uint32_t peer) {
   if (Status s = ReserveSend(peer); !s.ok()) return s;
   uint8_t* stage = inject_stage_.data();
   const size_t bytes = Pack(EagerHeader(a, len), a, stage);
-  const bool holds_entry =
-      (attr_.op_flags & kCompletionLevels) != kInjectComplete;
+  const bool holds_entry = InjectsHoldEntries();
   const uint64_t index =
       (holds_entry ? kInjectHoldsEntry : 0) | (a.tagged ? kInjectTagged : 0);
   // Outside the tx slots' registration (the lkey is theirs): only an inline
@@ -306,11 +305,8 @@ Status Endpoint::PostInject(const SendArgs& a, size_t len, uint32_t peer) {
   }
   ++p.in_flight;
   tx_.Lend();
-  if (holds_entry) {
-    ++inject_reserved_;
-  } else {
-    tx_cq_->Unreserve();
-  }
+  ++stats_.injects_inline;
+  if (!holds_entry) tx_cq_->Unreserve();
   return Status::Ok();
 }
 

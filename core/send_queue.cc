@@ -64,7 +64,6 @@ void Endpoint::OnSendWrDone(uint64_t wr_id, std::optional<uint32_t> from,
     tx_.Unlend();
     if (from) --conns_[*from].in_flight;
     if (index & kInjectHoldsEntry) {
-      --inject_reserved_;
       if (status == 0) {
         tx_cq_->Unreserve();
       } else {

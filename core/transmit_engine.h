@@ -102,6 +102,7 @@ class TransmitEngine {
   // so as many sends are in flight as before, and no more.
   void Lend() { ++lent_; }
   void Unlend() { --lent_; }
+  uint32_t lent() const { return lent_; }
   // A free send slot (the caller checked there is one); its TxOp keeps what
   // the last user left.
   uint32_t Take() {
