@@ -26,7 +26,7 @@ class SrqImpl final : public SharedReceiveQueue {
   uint32_t refs_ = 0;
   uint32_t limit_ = 0;
   RecvRing ring_;
-  uint64_t post_calls_ = 0;  // PostRecv calls, for tests (nothing reads it)
+  uint64_t post_calls_ = 0;  // PostRecv calls; read only by tests
 };
 
 }  // namespace softfab::sim::internal

@@ -191,7 +191,7 @@ Status ToIbvSendWr(const tp::SendWr& in, const SendQueueLimits& limits,
   // Every field a provider reads for these opcodes (SEND, WRITE, READ, with
   // or without immediate data) on RC and UD is set; the bind_mw / tso union,
   // read only for IBV_WR_BIND_MW and IBV_WR_TSO, is not (zeroing all 128
-  // bytes cost a device round trip some 40 instructions).
+  // bytes cost a device round trip 38 instructions by callgrind).
   out->wr_id = in.wr_id;
   out->next = nullptr;
   out->sg_list = in.num_sge > 0 ? sges : nullptr;
