@@ -165,6 +165,7 @@ uint32_t RxContext::NewRxOp(const RecvArgs& a, bool wants_entry) {
   r.reads_pending = 0;
   r.released = false;
   r.release_reported = false;
+  r.cancelled = false;
   return index;
 }
 
@@ -279,6 +280,23 @@ bool RxContext::ConsumeMulti(uint32_t rx_index, size_t bytes) {
   return true;
 }
 
+void RxContext::PushEntry(const CqEntry& e, int err, size_t olen,
+                          int prov_errno, bool reserved) {
+  if (err == 0) {
+    cq_->Push(e, reserved);
+  } else {
+    cq_->PushError(ErrorEntry(e, err, olen, prov_errno), reserved);
+  }
+}
+
+CqEntry RxContext::CancelEntry(const RxOp& r) const {
+  CqEntry e;
+  e.op_context = r.context;
+  e.flags = kRecv | (r.tagged ? kTagged : kMsg);
+  e.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
+  return e;
+}
+
 void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
                            size_t olen, int prov_errno) {
   RxOp& r = ops_[rx_index];
@@ -289,6 +307,15 @@ void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     // has room); the entry written once the buffer is released and no READ
     // into it is pending carries FI_MULTI_RECV and uses the reservation.
     last = r.released && r.reads_pending == 0 && !r.release_reported;
+    if (last && r.cancelled) {
+      // Cancelled while this message was read into it: the message's own
+      // entry, then the cancel's, which releases the buffer.
+      PushEntry(e, err, olen, prov_errno, /*reserved=*/false);
+      e = CancelEntry(r);
+      err = ECANCELED;
+      olen = 0;
+      prov_errno = 0;
+    }
     if (last) {
       e.flags |= kMultiRecv;
       r.release_reported = true;
@@ -296,11 +323,8 @@ void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
   }
   if (err == 0 && !r.wants_entry) {
     if (last) cq_->Unreserve();
-  } else if (err == 0) {
-    cq_->Push(e, /*reserved=*/last);
   } else {
-    cq_->PushError(ErrorEntry(e, err, olen, prov_errno),
-                   /*reserved=*/last);
+    PushEntry(e, err, olen, prov_errno, /*reserved=*/last);
   }
   if (last) {
     if (r.flags & kMultiRecv) {
@@ -371,16 +395,19 @@ Status RxContext::CancelPosted(void* context) {
     const uint32_t index = of_handle_[tagged][h->index];
     m.RemoveReceive(*h);
     RxOp& r = ops_[index];
-    CqEntry e;
-    e.op_context = r.context;
-    e.flags = kRecv | (r.tagged ? kTagged : kMsg) | (r.flags & kMultiRecv);
-    e.buf = r.iov_count ? r.iov[0].iov_base : nullptr;
     r.handle = ReceiveHandle{};
     r.released = true;  // A multi-recv buffer is released by its cancel.
+    if (r.reads_pending > 0) {
+      // A multi-recv buffer a message is still being read into: that
+      // message's entry comes first, then the cancel's (CompleteRx), the
+      // release flag on the buffer's last entry as always.
+      r.cancelled = true;
+      return Status::Ok();
+    }
     // fi_cancel always reports the cancelled receive (an error entry, on the
     // slot the receive reserved); a multi-recv buffer's entry says it is
     // released.
-    CompleteRx(index, e, ECANCELED, 0);
+    CompleteRx(index, CancelEntry(r), ECANCELED, 0);
     return Status::Ok();
   }
   return NotFound("no posted receive with that context");

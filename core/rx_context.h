@@ -136,6 +136,9 @@ class RxContext {
     uint32_t reads_pending = 0;
     bool released = false;
     bool release_reported = false;
+    // Multi-recv: cancelled while a READ into it was in flight; its cancel
+    // entry, which releases it, comes after the last such message's own.
+    bool cancelled = false;
   };
 
   // An endpoint's own context (Endpoint::Create makes it).
@@ -246,6 +249,12 @@ class RxContext {
                   int prov_errno = 0);
 
  private:
+  // The entry of a receive's cancel (fi_cancel's FI_ECANCELED).
+  CqEntry CancelEntry(const RxOp& r) const;
+  // Writes `e` (an error entry when `err`) to the CQ, on the receive's
+  // reservation when `reserved`.
+  void PushEntry(const CqEntry& e, int err, size_t olen, int prov_errno,
+                 bool reserved);
   struct Unexpected {
     bool used = false;
     bool credit_held = false;  // Its credit returns when it is consumed.

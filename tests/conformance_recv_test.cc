@@ -25,6 +25,13 @@ class ConformanceTest : public ::softfab::testing::PerBackendTest {
   Fixture f;
 };
 
+// FI_OPT_MIN_MULTI_RECV of `ep`: a multi-recv buffer is released once less
+// than `min_free` bytes are left.
+int SetMinMultiRecv(sf_ep* ep, size_t min_free) {
+  return sf_setopt(&ep->fid, SF_OPT_ENDPOINT, SF_OPT_MIN_MULTI_RECV, &min_free,
+                   sizeof min_free);
+}
+
 TEST_P(ConformanceTest, TaggedRoundTrip) {
   ASSERT_TRUE(f.Open(backend(), 2));
   char out[] = "conformance";
@@ -164,9 +171,7 @@ TEST_P(ConformanceTest, MultiRecvTwoHalves) {
   ASSERT_TRUE(f.Open(backend(), 2));
   sf_ep* rx = f.peers[1].ep;
   const size_t min_free = 100;
-  ASSERT_EQ(sf_setopt(&rx->fid, SF_OPT_ENDPOINT, SF_OPT_MIN_MULTI_RECV,
-                      &min_free, sizeof min_free),
-            0);
+  ASSERT_EQ(SetMinMultiRecv(rx, min_free), 0);
   size_t readback = 0, len = sizeof readback;
   ASSERT_EQ(sf_getopt(&rx->fid, SF_OPT_ENDPOINT, SF_OPT_MIN_MULTI_RECV,
                       &readback, &len),
@@ -251,6 +256,65 @@ TEST_P(ConformanceTest, CancelGivesEcanceledAndNothingElse) {
   EXPECT_EQ(e.op_context, &cb);
   EXPECT_TRUE(f.Quiet(1));
   EXPECT_EQ(a, 0u);
+}
+
+// A multi-recv buffer cancelled while a rendezvous message is read into it:
+// that message's entry comes first, then the cancel's, which releases the
+// buffer (SF_MULTI_RECV on the last entry only). The cancel's entry came
+// first, marked released, and the message's after it, marked released too
+// (the api_calls fuzzer: "completed twice").
+TEST_P(ConformanceTest, MultiRecvCancelledWhileReadIntoReleasesLast) {
+  ASSERT_TRUE(f.Open(backend(), 2));
+  sf_ep* rx = f.peers[1].ep;
+  ASSERT_EQ(SetMinMultiRecv(rx, 0), 0);  // 64 bytes taken: not released
+  // A rendezvous message (above 8 KiB), kept as unexpected at peer 1.
+  std::vector<uint8_t> out(16384, 0x5a);
+  ASSERT_EQ(sf_send(f.peers[0].ep, out.data(), out.size(), nullptr,
+                    f.peers[0].addr[1], nullptr),
+            0);
+  for (int r = 0; r < 2000; ++r) f.Progress();
+  // The buffer takes it at once (a READ of its 64 bytes); cancelled before
+  // that READ is done.
+  std::vector<uint8_t> buffer(64);
+  iovec iov{buffer.data(), buffer.size()};
+  int ctx = 0;
+  sf_msg m{};
+  m.msg_iov = &iov;
+  m.iov_count = 1;
+  m.addr = SF_ADDR_UNSPEC;
+  m.context = &ctx;
+  ASSERT_EQ(sf_recvmsg(rx, &m, SF_MULTI_RECV), 0);
+  ASSERT_EQ(sf_cancel(&rx->fid, &ctx), 0);
+  std::vector<sf_cq_err_entry> got;  // peer 1's entries, in order
+  for (int r = 0; r < 400000 && got.size() < 2; ++r) {
+    sf_cq_tagged_entry e;
+    const ssize_t n = sf_cq_read(f.peers[1].cq, &e, 1);
+    if (n == 1) {
+      sf_cq_err_entry x{};
+      x.op_context = e.op_context;
+      x.flags = e.flags;
+      x.len = e.len;
+      got.push_back(x);
+    } else if (n == -SF_EAVAIL) {
+      sf_cq_err_entry x{};
+      ASSERT_EQ(sf_cq_readerr(f.peers[1].cq, &x, 0), 1);
+      got.push_back(x);
+    } else {
+      ASSERT_EQ(n, -SF_EAGAIN);
+      f.Progress();
+    }
+  }
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0].op_context, &ctx);
+  EXPECT_EQ(got[0].err, SF_ETRUNC);  // 64 of 16,384 bytes
+  EXPECT_EQ(got[0].len, buffer.size());
+  EXPECT_EQ(got[0].olen, out.size() - buffer.size());
+  EXPECT_FALSE(got[0].flags & SF_MULTI_RECV);
+  EXPECT_EQ(got[1].op_context, &ctx);
+  EXPECT_EQ(got[1].err, SF_ECANCELED);
+  EXPECT_TRUE(got[1].flags & SF_MULTI_RECV);
+  EXPECT_EQ(buffer[0], 0x5a);
+  EXPECT_TRUE(f.Quiet(1));
 }
 
 // Scenario 8a: truncation.
