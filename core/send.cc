@@ -372,6 +372,10 @@ void Endpoint::FreeTx(uint32_t index) {
 
 void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
   Peer& p = conns_[peer];
+  // No ack goes to a failed connection: its side fails what the ack would
+  // finish, and one kept queued would keep the peer from being connected
+  // anew (CanReconnect).
+  if (p.state == PeerState::kFailed) return;
   if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
     p.acks.emplace_back(op, msg_id);
     conns_.MarkBusy(peer);

@@ -488,6 +488,18 @@ void Endpoint::FailPeer(uint32_t peer, int err, int prov_errno,
   // QP in error; on a live one, completed or failed by its retries) retires
   // it, so the connection's count can reach 0 and it can be made anew.
   if (p.qp != nullptr && was != PeerState::kFailed) RetireUnsignaledOf(peer);
+  // READs still waiting for send queue room will never be posted on this
+  // connection: each fails now, its receive with it (once), and the acks
+  // queued for the peer go too (its side fails what they would finish; no
+  // more are queued, SendAck). Left queued, they were never reported and
+  // kept the peer from being connected anew (CanReconnect).
+  while (!p.reads_waiting.empty()) {
+    const uint32_t ri = p.reads_waiting.front();
+    p.reads_waiting.pop_front();
+    tx_.read(ri).prov_errno = prov_errno;
+    OnReadDone(ri, false);
+  }
+  p.acks.clear();
   while (!p.waiting.empty()) {
     const uint32_t index = p.waiting.front();
     p.waiting.pop_front();
