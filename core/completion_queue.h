@@ -65,6 +65,14 @@ class CompletionQueue {
   // buffer's per-message entries) register while they are posted; Reserve
   // then keeps one slot free for them.
   void AddUnreservedWriter() { ++unreserved_writers_; }
+  // Takes one slot of room for an entry written later (a multi-recv
+  // buffer's message still being read into it, taken because the CQ had
+  // room): false, and nothing taken, when there is none.
+  bool Claim() {
+    if (room() == 0) return false;
+    ++reserved_;
+    return true;
+  }
   void RemoveUnreservedWriter() { --unreserved_writers_; }
   // Gives back a promise that will not be used (the operation was cancelled
   // without an entry, or completed silently).

@@ -242,6 +242,12 @@ Endpoint::~Endpoint() {
       if (tx_.read(ri).used) OnReadDone(ri, false);
     }
     rx_->ReleaseIfUnused();
+  } else {
+    // READs into a multi-recv buffer of ours still in flight give back the
+    // room held for their entries (the CQ may outlive us).
+    for (uint32_t ri = 0; ri < tx_.read_count(); ++ri) {
+      if (tx_.read(ri).used && tx_.read(ri).claimed) rx_->ReleaseEntryRoom();
+    }
   }
   // QPs first (they reference the SRQ and CQs), then the rest. Failures are
   // ignored: the device releases everything with the fabric anyway.

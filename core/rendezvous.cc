@@ -71,6 +71,9 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
     rd.len = std::min<uint64_t>(r.len - r.consumed, h.length);
     rd.buf = static_cast<uint8_t*>(r.iov[0].iov_base) + r.consumed;
     rx_->ConsumeMulti(rx_index, rd.len);  // Later messages go after this one.
+    // Its entry is written when the READ is done: the room it was taken
+    // with is held until then, so no later message can fill it.
+    rd.claimed = rx_->ClaimEntryRoom();
   } else {
     rd.len = std::min<uint64_t>(r.len, h.length);
     rd.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
@@ -193,7 +196,7 @@ void Endpoint::OnReadDone(uint32_t ri, bool ok) {
   const uint64_t total = rd.header.length;
   const int err = !ok ? EIO : (rd.len < total ? kErrTruncated : 0);
   rx_->CompleteRx(rd.rx, e, err, ok ? total - rd.len : 0,
-                  ok ? 0 : rd.prov_errno);
+                  ok ? 0 : rd.prov_errno, rd.claimed);
   for (tp::MemoryRegion*& mr : rd.mrs) {
     if (mr) ReleaseMr(mr);
     mr = nullptr;

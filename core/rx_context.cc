@@ -24,7 +24,10 @@ RxContext::~RxContext() {
   // Receives still posted give back the CQ slots they reserved.
   if (cq_ == nullptr) return;
   for (const RxOp& r : ops_) {
-    if (r.used) cq_->Unreserve();
+    if (!r.used) continue;
+    cq_->Unreserve();
+    // A multi-recv buffer writes unreserved entries until its last.
+    if (r.flags & kMultiRecv) cq_->RemoveUnreservedWriter();
   }
 }
 
@@ -298,7 +301,7 @@ CqEntry RxContext::CancelEntry(const RxOp& r) const {
 }
 
 void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
-                           size_t olen, int prov_errno) {
+                           size_t olen, int prov_errno, bool claimed) {
   RxOp& r = ops_[rx_index];
   CqEntry e = entry;
   bool last = true;
@@ -310,7 +313,8 @@ void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     if (last && r.cancelled) {
       // Cancelled while this message was read into it: the message's own
       // entry, then the cancel's, which releases the buffer.
-      PushEntry(e, err, olen, prov_errno, /*reserved=*/false);
+      PushEntry(e, err, olen, prov_errno, /*reserved=*/claimed);
+      claimed = false;  // its room is used
       e = CancelEntry(r);
       err = ECANCELED;
       olen = 0;
@@ -319,12 +323,14 @@ void RxContext::CompleteRx(uint32_t rx_index, const CqEntry& entry, int err,
     if (last) {
       e.flags |= kMultiRecv;
       r.release_reported = true;
+      // The buffer's own reservation carries its last entry.
+      if (claimed) cq_->Unreserve();
     }
   }
   if (err == 0 && !r.wants_entry) {
     if (last) cq_->Unreserve();
   } else {
-    PushEntry(e, err, olen, prov_errno, /*reserved=*/last);
+    PushEntry(e, err, olen, prov_errno, /*reserved=*/last || claimed);
   }
   if (last) {
     if (r.flags & kMultiRecv) {

@@ -245,8 +245,13 @@ class RxContext {
   // Writes receive `rx_index`'s entry (an error entry when `err`, carrying
   // `prov_errno`, core/prov_errno.h; 0: the one `err` implies) and frees the
   // receive unless it is a multi-recv buffer that goes on.
+  // `claimed`: the entry's room was held for it (ClaimEntryRoom).
   void CompleteRx(uint32_t rx_index, const CqEntry& entry, int err, size_t olen,
-                  int prov_errno = 0);
+                  int prov_errno = 0, bool claimed = false);
+  // Holds room in the CQ for one entry written later (CompletionQueue::
+  // Claim); false when there is none. ReleaseEntryRoom gives it back unused.
+  bool ClaimEntryRoom() { return cq_ != nullptr && cq_->Claim(); }
+  void ReleaseEntryRoom() { cq_->Unreserve(); }
 
  private:
   // The entry of a receive's cancel (fi_cancel's FI_ECANCELED).

@@ -65,6 +65,9 @@ class TransmitEngine {
     uint32_t wrs_pending = 0;
     bool failed = false;  // One of them completed in error,
     int prov_errno = 0;   // and why (the first failure's cause).
+    // Into a multi-recv buffer: its entry's room is held (CompletionQueue::
+    // Claim) until the READ completes.
+    bool claimed = false;
   };
 
   // The device's limits: bytes a send may carry inline, and SGEs per RDMA

@@ -268,6 +268,53 @@ TEST(HostileRegression, MultiRecvKeepsASlotForItsMessages) {
   EXPECT_EQ(std::vector<uint8_t>(multi.begin(), multi.begin() + 100), out);
 }
 
+// Review (not a fuzz input): a rendezvous message taken into a multi-recv
+// buffer writes its entry only when its READ is done, and nothing held the
+// room it was taken with: eager messages that came after it into the same
+// buffer filled the CQ, and the READ's entry was lost (the sender saw its
+// send complete). The room is now held from the start of the READ, and the
+// later messages wait for room instead.
+TEST(HostileRegression, MultiRecvHoldsRoomForAMessageBeingRead) {
+  Cluster c(2, {}, {}, /*cq_size=*/4);
+  ExpectDelivered(c, 0, 1, 8);
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  std::vector<uint8_t> multi(65536);
+  iovec miov{multi.data(), multi.size()};
+  core::RecvArgs m;
+  m.iov = &miov;
+  m.iov_count = 1;
+  m.flags = core::kMultiRecv;
+  ASSERT_TRUE(c[1].ep->Recv(m).ok());
+  // A rendezvous message, then three eager ones, into that buffer; node 1's
+  // CQ (4 entries, one promised to the buffer) is not read meanwhile.
+  const std::vector<uint8_t> big(16384, 1);
+  const uint8_t small[8] = {2};
+  iovec siov[4];
+  for (int i = 0; i < 4; ++i) {
+    core::SendArgs a =
+        i == 0
+            ? TSend(big.data(), big.size(), c[0].addr[1], 0, nullptr, &siov[i])
+            : TSend(small, sizeof small, c[0].addr[1], 0, nullptr, &siov[i]);
+    a.tagged = false;
+    ASSERT_TRUE(c[0].ep->Send(a).ok()) << i;
+  }
+  for (int r = 0; r < 2000; ++r) c.ProgressAll();
+  // Every message has its entry.
+  size_t bytes = 0;
+  int entries = 0;
+  for (int i = 0; i < 4; ++i) {
+    core::CqEntry e;
+    ASSERT_EQ(c.ReadOne(1, &e), 1) << "entry " << i;
+    bytes += e.len;
+    ++entries;
+  }
+  EXPECT_EQ(entries, 4);
+  EXPECT_EQ(bytes, big.size() + 3 * sizeof small);
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  core::CqEntry e;
+  EXPECT_EQ(c[1].cq->Read(&e, 1), -EAGAIN);
+}
+
 // api_calls: sends to the endpoint itself (rendezvous, so each completes
 // only when a receive here takes it) held every slot of a CQ of 4, so no
 // receive could be posted and none of them could ever complete. A send to
