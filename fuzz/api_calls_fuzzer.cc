@@ -579,6 +579,7 @@ void Program::Finish() {
   // and a few rounds more (messages whose sends completed may still wait in
   // the receiver's queues).
   Op* drain[kNodes][2] = {};
+  int first[kNodes] = {};  // Which catch-all a node posts first in a round.
   int after = 0;
   for (int round = 0; round < kDrainRounds && after < 8; ++round) {
     // Eight quiet rounds in a row (no send pending, nothing completed, the
@@ -594,7 +595,8 @@ void Program::Finish() {
                 : 0;
     entries_at_round_ = entries_;
     for (int node = 0; node < kNodes; ++node) {
-      for (int t = 0; t < 2; ++t) {
+      for (int k = 0; k < 2; ++k) {
+        const int t = first[node] ^ k;
         if (drain[node][t] && drain[node][t]->pending) continue;
         Op* op = drain[node][t] = NewOp(Op::kRecv, node);
         op->tagged = t;
@@ -610,13 +612,24 @@ void Program::Finish() {
         if (rc == -SF_EAGAIN) {
           // The program's own receives hold the CQ (or every receive slot):
           // cancel the oldest, as an application would, to make room.
+          bool cancelled = false;
           for (auto& other : ops_) {
             if (other->pending && other->node == node &&
                 other->kind != Op::kSend && other.get() != drain[node][0] &&
                 other.get() != drain[node][1]) {
               (void)sf_cancel(&nodes_[node].ep->fid, other.get());
+              cancelled = true;
               break;
             }
+          }
+          // None left: the other catch-all holds the last slot while what
+          // waits needs this one (sends to itself, tagged, hold the rest of
+          // the CQ until a tagged receive takes them). It steps aside, and
+          // this one is posted first next round.
+          Op* other = drain[node][1 - t];
+          if (!cancelled && other != nullptr && other->pending) {
+            (void)sf_cancel(&nodes_[node].ep->fid, other);
+            first[node] = t;
           }
         }
       }
