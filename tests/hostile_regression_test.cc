@@ -278,6 +278,7 @@ TEST(HostileRegression, MultiRecvHoldsRoomForAMessageBeingRead) {
   Cluster c(2, {}, {}, /*cq_size=*/4);
   ExpectDelivered(c, 0, 1, 8);
   for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  const size_t room = c[1].cq->room();
   std::vector<uint8_t> multi(65536);
   iovec miov{multi.data(), multi.size()};
   core::RecvArgs m;
@@ -313,6 +314,11 @@ TEST(HostileRegression, MultiRecvHoldsRoomForAMessageBeingRead) {
   for (int r = 0; r < 1000; ++r) c.ProgressAll();
   core::CqEntry e;
   EXPECT_EQ(c[1].cq->Read(&e, 1), -EAGAIN);
+  // The room held for the READ went to its entry: only the buffer's own
+  // promise is out now, and none once the endpoint is gone.
+  EXPECT_EQ(c[1].cq->room(), room - 1);
+  c[1].ep.reset();
+  EXPECT_EQ(c[1].cq->room(), room);
 }
 
 // api_calls: sends to the endpoint itself (rendezvous, so each completes

@@ -138,6 +138,8 @@ TEST(ReadsWaitingTest, ReadsWaitingForRoomFailWithTheirConnection) {
     if (n == -core::CompletionQueue::kErrAvail) {
       core::CqErrEntry x;
       ASSERT_TRUE(c[1].cq->ReadError(&x).ok());
+      // A receive fails with its connection; the send fails too.
+      EXPECT_EQ(x.err, EIO);
       e.op_context = x.op_context;
       n = 1;
     }
