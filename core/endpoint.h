@@ -519,6 +519,12 @@ class Endpoint final : public RxClient {
     return rx_chunks_[index / attr_.credits].get() +
            static_cast<size_t>(index % attr_.credits) * rx_slot_bytes_;
   }
+  // Bounce buffer `index` as a receive's scatter entry.
+  transport::Sge BounceSge(uint32_t index) const {
+    return {reinterpret_cast<uint64_t>(BounceAt(index)),
+            static_cast<uint32_t>(rx_slot_bytes_),
+            rx_chunk_mrs_[index / attr_.credits]->lkey()};
+  }
   // Posts one more chunk of bounce buffers, if the SRQ has room for it.
   Status AddBounceChunk();
   // Puts a bounce buffer back on the SRQ; one the SRQ refuses (in error)
@@ -737,10 +743,12 @@ class Endpoint final : public RxClient {
   std::map<wire::Name, transport::AddressHandle*> refused_ah_;
   std::vector<transport::AddressHandle*> retired_ah_;  // RetireAh
 
-  std::array<transport::WorkCompletion, 32> wc_;  // Progress's poll batch.
+  // Completions Progress takes from a CQ at a time.
+  static constexpr int kPollBatch = 32;
+  std::array<transport::WorkCompletion, kPollBatch> wc_;  // that batch
   // RepostLater's chain: at most one request per completion of a batch.
-  std::array<transport::RecvWr, 32> repost_wr_;
-  std::array<transport::Sge, 32> repost_sge_;
+  std::array<transport::RecvWr, kPollBatch> repost_wr_;
+  std::array<transport::Sge, kPollBatch> repost_sge_;
   uint32_t repost_count_ = 0;
   bool repost_later_ = false;  // Set while Progress handles such a batch.
   // Bounce completions of messages waiting for receive CQ room, in arrival

@@ -6,6 +6,7 @@
 // peer accounting of kept messages). Matching itself is the receive
 // context's (core/rx_context.h).
 #include <algorithm>
+#include <cassert>
 #include <memory>
 #include <utility>
 
@@ -108,11 +109,10 @@ void Endpoint::RepostOrKeep(uint32_t index) {
 }
 
 void Endpoint::RepostLater(uint32_t index) {
-  if (repost_count_ == repost_wr_.size()) PostReposts();
+  // One per completion of a poll batch, flushed after each batch.
+  assert(repost_count_ < repost_wr_.size());
   tp::Sge& sge = repost_sge_[repost_count_];
-  sge = {reinterpret_cast<uint64_t>(BounceAt(index)),
-         static_cast<uint32_t>(rx_slot_bytes_),
-         rx_chunk_mrs_[index / attr_.credits]->lkey()};
+  sge = BounceSge(index);
   tp::RecvWr& wr = repost_wr_[repost_count_];
   wr.wr_id = WrId(kWrRxBounce, index);
   wr.sg_list = &sge;
@@ -139,9 +139,10 @@ void Endpoint::PostReposts() {
 }
 
 Status Endpoint::RepostBounce(uint32_t index) {
-  return PostOneRecv(srq_, WrId(kWrRxBounce, index), BounceAt(index),
-                     rx_slot_bytes_,
-                     rx_chunk_mrs_[index / attr_.credits]->lkey());
+  const tp::Sge sge = BounceSge(index);
+  return PostOneRecv(srq_, WrId(kWrRxBounce, index),
+                     reinterpret_cast<const void*>(sge.addr), sge.length,
+                     sge.lkey);
 }
 
 void Endpoint::OnBounce(const tp::WorkCompletion& wc) {

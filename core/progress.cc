@@ -11,10 +11,6 @@ namespace softfab::core {
 
 namespace tp = ::softfab::transport;
 
-namespace {
-constexpr int kPollBatch = 32;
-}  // namespace
-
 void Endpoint::Progress() {
   // When one is pending, where the device can tell cheaply (a simulator),
   // else at most once per millisecond of its clock, looked at once in 64

@@ -302,14 +302,11 @@ TEST(HostileRegression, MultiRecvHoldsRoomForAMessageBeingRead) {
   for (int r = 0; r < 2000; ++r) c.ProgressAll();
   // Every message has its entry.
   size_t bytes = 0;
-  int entries = 0;
   for (int i = 0; i < 4; ++i) {
     core::CqEntry e;
     ASSERT_EQ(c.ReadOne(1, &e), 1) << "entry " << i;
     bytes += e.len;
-    ++entries;
   }
-  EXPECT_EQ(entries, 4);
   EXPECT_EQ(bytes, big.size() + 3 * sizeof small);
   for (int r = 0; r < 1000; ++r) c.ProgressAll();
   core::CqEntry e;
