@@ -96,6 +96,11 @@ class ConnectionTable {
     // `credits` of them (it has no credit left to send one more); a message
     // past that comes from a peer that ignores credits and is dropped.
     uint32_t unexpected_withheld = 0;
+    // Which connection to the peer this is (ResetPeer counts it up). What
+    // the receive context keeps of a connection, its unexpected messages,
+    // names it: an ack, a READ or a credit of an old connection's never
+    // goes to a new one, whose message ids and keys name other operations.
+    uint32_t epoch = 0;
     bool listed = false;  // On the busy list (MarkBusy).
   };
 

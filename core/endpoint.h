@@ -435,7 +435,7 @@ class Endpoint final : public RxClient {
   void ReleaseMr(transport::MemoryRegion* mr);
   void ReleaseRdvMr(TxOp& op);
   // Sends an ack now, or queues it until the peer has a credit again.
-  void SendAck(uint32_t peer, uint64_t msg_id,
+  void SendAck(uint32_t peer, uint32_t epoch, uint64_t msg_id,
                wire::Op op = wire::Op::kAck) override;
   Status PostAck(uint32_t peer, uint64_t msg_id, wire::Op op);
   // ---- A connection's send queue (send_queue.cc) ----
@@ -494,8 +494,8 @@ class Endpoint final : public RxClient {
   Status ExposeForRead(uint32_t op_index, const SendArgs& args, size_t len);
   // READ the payload into receive `rx_index` (any capacity; truncates), then
   // kReadDone to the sender.
-  void StartRead(uint32_t rx_index, uint32_t peer, const wire::Header& h,
-                 uint64_t cq_flags) override;
+  void StartRead(uint32_t rx_index, uint32_t peer, uint32_t epoch,
+                 const wire::Header& h, uint64_t cq_flags) override;
   void OnReadDone(uint32_t read_index, bool ok);
   // One READ work request of `read_index` completed with `status` (a
   // transport::WcStatus; 0: success);
@@ -562,7 +562,8 @@ class Endpoint final : public RxClient {
   // context (core/rx_context.h) posts and matches.
   Status CheckRecv(const RecvArgs& args) const;
   // RxClient: a kept message from `peer` is gone.
-  void UnexpectedReleased(uint32_t peer, bool credit_held) override;
+  void UnexpectedReleased(uint32_t peer, uint32_t epoch,
+                          bool credit_held) override;
 
   // Writes back the credits owed to peers that can take a WRITE now
   // (progress.cc).

@@ -70,8 +70,12 @@ Status Endpoint::Recv(const RecvArgs& a) {
 
 Status Endpoint::Cancel(void* context) { return rx_->CancelPosted(context); }
 
-void Endpoint::UnexpectedReleased(uint32_t peer, bool credit_held) {
+void Endpoint::UnexpectedReleased(uint32_t peer, uint32_t epoch,
+                                  bool credit_held) {
   --stats_.unexpected_held;
+  // One kept from an old connection counts against nothing now (ResetPeer
+  // cleared the counts), and its credit was that connection's.
+  if (epoch != conns_[peer].epoch) return;
   if (credit_held) {
     --conns_[peer].unexpected_withheld;
     conns_.ReturnCredit(peer);
@@ -227,11 +231,11 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   if (r) rx_->Take(rx);
   if (r && !buffered) {
     if (rendezvous) {
-      StartRead(rx, peer, h, 0);
+      StartRead(rx, peer, p.epoch, h, 0);
     } else {
       rx_->Deliver(rx, source, h, payload, len);
       if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
-        SendAck(peer, h.msg_id);
+        SendAck(peer, p.epoch, h.msg_id);
       }
     }
     return true;
@@ -244,11 +248,13 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   } else {
     ++p.unexpected_buffered;
   }
-  const uint32_t ui =
-      rx_->AddUnexpected(this, peer, credit_held, h, source, payload, len);
+  const uint32_t ui = rx_->AddUnexpected(this, peer, p.epoch, credit_held, h,
+                                         source, payload, len);
   ++stats_.unexpected;
   ++stats_.unexpected_held;
-  if (!rendezvous && (h.flags & wire::kAckDelivery)) SendAck(peer, h.msg_id);
+  if (!rendezvous && (h.flags & wire::kAckDelivery)) {
+    SendAck(peer, p.epoch, h.msg_id);
+  }
   // Buffered: untagged messages are reported at once, tagged ones when a
   // posted tag matches.
   if (buffered && (!tagged || r)) rx_->ReportBuffered(ui, rx);

@@ -37,7 +37,8 @@ Status RxContext::PeekClaimDiscard(const RecvArgs& a) {
     // sender learns it was consumed. No entry.
     RxClient* owner = un->ep;
     if (owner != nullptr && un->header.op == wire::Op::kRendezvous) {
-      owner->SendAck(un->peer, un->header.msg_id, wire::Op::kReadDone);
+      owner->SendAck(un->peer, un->epoch, un->header.msg_id,
+                     wire::Op::kReadDone);
     }
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
@@ -67,6 +68,7 @@ Status RxContext::PeekClaimDiscard(const RecvArgs& a) {
       buffered_msg ? recv_contexts_[un->recv_context].context : a.context;
   RxClient* owner = un->ep;
   const uint32_t peer = un->peer;
+  const uint32_t epoch = un->epoch;
   const wire::Header h = un->header;
   const bool rendezvous = h.op == wire::Op::kRendezvous;
   const bool take = discard || !peek;
@@ -93,7 +95,7 @@ Status RxContext::PeekClaimDiscard(const RecvArgs& a) {
     ops_[index].flags = 0;
     m.RemoveUnexpected(*found);
     ReleaseUnexpected(ui);
-    owner->StartRead(index, peer, h, kClaim);
+    owner->StartRead(index, peer, epoch, h, kClaim);
     return Status::Ok();
   }
   CqEntry e;
@@ -128,9 +130,9 @@ Status RxContext::PeekClaimDiscard(const RecvArgs& a) {
   if (take && owner != nullptr) {
     if (rendezvous) {
       // Discarded: the sender may release its buffer and complete.
-      owner->SendAck(peer, h.msg_id, wire::Op::kReadDone);
+      owner->SendAck(peer, epoch, h.msg_id, wire::Op::kReadDone);
     } else if ((h.flags & wire::kAckMatch) && !buffered_msg) {
-      owner->SendAck(peer, h.msg_id, wire::Op::kAck);
+      owner->SendAck(peer, epoch, h.msg_id, wire::Op::kAck);
     }
   }
   if (take) {
@@ -179,7 +181,7 @@ void RxContext::ReportBuffered(uint32_t ui, uint32_t rx_index) {
   // Reported is matched: a match-complete sender may complete (a rendezvous
   // one waits for the kReadDone its claim or discard sends).
   if ((h.flags & wire::kAckMatch) && h.op == wire::Op::kEager) {
-    un.ep->SendAck(un.peer, h.msg_id, wire::Op::kAck);
+    un.ep->SendAck(un.peer, un.epoch, h.msg_id, wire::Op::kAck);
   }
 }
 

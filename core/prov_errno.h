@@ -57,7 +57,11 @@ inline constexpr int kProvAddressChanged = kProvOwnBase + 18;
 // to us while ours still looked up: the old one's operations fail with
 // ECONNRESET and the new connection takes later sends.
 inline constexpr int kProvPeerReconnected = kProvOwnBase + 19;
-inline constexpr int kProvOwnLast = kProvPeerReconnected;
+// A large message kept as unexpected came on a connection that failed and
+// was made anew before a receive took it: its data, the sender's failed
+// send's, can no longer be fetched.
+inline constexpr int kProvConnectionReset = kProvOwnBase + 20;
+inline constexpr int kProvOwnLast = kProvConnectionReset;
 
 // Whether `prov_errno` is one of the causes above that the device's
 // asynchronous events name (kept as a connection's cause once set).

@@ -58,13 +58,14 @@ Status Endpoint::ExposeForRead(uint32_t index, const SendArgs& a, size_t len) {
 
 // ------------------------------------------------------------------- target
 
-void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
+void Endpoint::StartRead(uint32_t rx_index, uint32_t peer, uint32_t epoch,
                          const wire::Header& h, uint64_t cq_flags) {
   RxOp& r = rx_->op(rx_index);
   const uint32_t ri = tx_.TakeRead();
   Read& rd = tx_.read(ri);
   rd.rx = rx_index;
   rd.peer = peer;
+  rd.epoch = epoch;
   rd.header = h;
   rd.cq_flags = cq_flags;
   if (r.flags & kMultiRecv) {
@@ -79,6 +80,14 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer,
     rd.buf = r.iov_count > 0 ? r.iov[0].iov_base : nullptr;
   }
   ++r.reads_pending;
+  if (epoch != conns_[peer].epoch) {
+    // It came on a connection made anew since: its key and address were
+    // the sender's failed send's. No READ (on the new connection it would
+    // fail that one, or read what the buffer holds now).
+    rd.prov_errno = kProvConnectionReset;
+    OnReadDone(ri, false);
+    return;
+  }
   if (rd.len == 0) {
     OnReadDone(ri, true);
     return;
@@ -202,7 +211,7 @@ void Endpoint::OnReadDone(uint32_t ri, bool ok) {
     mr = nullptr;
   }
   // The sender may now release its buffer and complete.
-  SendAck(rd.peer, rd.header.msg_id, wire::Op::kReadDone);
+  SendAck(rd.peer, rd.epoch, rd.header.msg_id, wire::Op::kReadDone);
   tx_.FreeRead(ri);
 }
 

@@ -212,12 +212,12 @@ Status RxContext::Post(const RecvArgs& a) {
     m.RemoveUnexpected(*u);
     const bool multi = r.flags & kMultiRecv;
     if (un.header.op == wire::Op::kRendezvous) {
-      owner->StartRead(index, un.peer, un.header, 0);
+      owner->StartRead(index, un.peer, un.epoch, un.header, 0);
     } else {
       Deliver(index, owner->SourceOf(un.peer), un.header, un.payload.data(),
               un.payload.size());
       if (un.header.flags & wire::kAckMatch) {
-        owner->SendAck(un.peer, un.header.msg_id, wire::Op::kAck);
+        owner->SendAck(un.peer, un.epoch, un.header.msg_id, wire::Op::kAck);
       }
     }
     ReleaseUnexpected(ui);
@@ -362,9 +362,10 @@ void RxContext::Deliver(uint32_t rx_index, uint64_t source,
   CompleteRx(rx_index, e, n < payload_len ? kErrTruncated : 0, payload_len - n);
 }
 
-uint32_t RxContext::AddUnexpected(RxClient* ep, uint32_t peer, bool credit_held,
-                                  const wire::Header& h, uint64_t source,
-                                  const uint8_t* payload, size_t len) {
+uint32_t RxContext::AddUnexpected(RxClient* ep, uint32_t peer, uint32_t epoch,
+                                  bool credit_held, const wire::Header& h,
+                                  uint64_t source, const uint8_t* payload,
+                                  size_t len) {
   const bool tagged = h.flags & wire::kTagged;
   const uint32_t ui = TakeSlot(unexpected_, unexpected_free_);
   Unexpected& un = unexpected_[ui];
@@ -372,6 +373,7 @@ uint32_t RxContext::AddUnexpected(RxClient* ep, uint32_t peer, bool credit_held,
   un.credit_held = credit_held;
   un.ep = ep;
   un.peer = peer;
+  un.epoch = epoch;
   un.header = h;
   un.payload.assign(payload, payload + len);
   un.handle = matchers_[tagged].AddUnexpected({tagged ? h.tag : 0, source, ui});
@@ -381,7 +383,9 @@ uint32_t RxContext::AddUnexpected(RxClient* ep, uint32_t peer, bool credit_held,
 void RxContext::ReleaseUnexpected(uint32_t index) {
   Unexpected& un = unexpected_[index];
   // No credit to return once that endpoint has closed (null).
-  if (un.ep != nullptr) un.ep->UnexpectedReleased(un.peer, un.credit_held);
+  if (un.ep != nullptr) {
+    un.ep->UnexpectedReleased(un.peer, un.epoch, un.credit_held);
+  }
   if (un.recv_context != internal::kNil) {
     recv_contexts_free_.push_back(un.recv_context);
     un.recv_context = internal::kNil;

@@ -74,16 +74,23 @@ class RxClient : public ProgressSource {
   virtual uint64_t SourceOf(uint32_t peer) const = 0;
   // The endpoint's index of the sender named `name`, if it has one.
   virtual std::optional<uint32_t> PeerNamed(const wire::Name& name) const = 0;
+  // `epoch` is always the connection to `peer` that a message came on
+  // (ConnectionTable::Peer::epoch): what answers a message of a connection
+  // that has since been made anew goes nowhere.
+  //
   // READs the rendezvous message `h` from `peer` into receive `rx_index`;
-  // its entry (with `cq_flags` added) is written when the READ is done.
-  virtual void StartRead(uint32_t rx_index, uint32_t peer,
+  // its entry (with `cq_flags` added) is written when the READ is done. Of
+  // an old connection, the receive fails at once (kProvConnectionReset).
+  virtual void StartRead(uint32_t rx_index, uint32_t peer, uint32_t epoch,
                          const wire::Header& h, uint64_t cq_flags) = 0;
   // Sends `op` (kAck or kReadDone) for message `msg_id` back to `peer`.
-  virtual void SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) = 0;
+  virtual void SendAck(uint32_t peer, uint32_t epoch, uint64_t msg_id,
+                       wire::Op op) = 0;
   // A message from `peer` kept by the context is gone (taken, claimed,
   // discarded, or dropped with the endpoint); `credit_held`: its credit was
-  // withheld until now and returns.
-  virtual void UnexpectedReleased(uint32_t peer, bool credit_held) = 0;
+  // withheld until now and returns (to its connection only).
+  virtual void UnexpectedReleased(uint32_t peer, uint32_t epoch,
+                                  bool credit_held) = 0;
 
  protected:
   ~RxClient() = default;
@@ -222,12 +229,12 @@ class RxContext {
     }
   }
   RxOp& op(uint32_t rx_index) { return ops_[rx_index]; }
-  // Keeps a message `ep` received from its `peer` (source `source`) until a
-  // receive takes it; `credit_held`: its credit returns only then. Returns
-  // its index for ReportBuffered.
-  uint32_t AddUnexpected(RxClient* ep, uint32_t peer, bool credit_held,
-                         const wire::Header& h, uint64_t source,
-                         const uint8_t* payload, size_t len);
+  // Keeps a message `ep` received from its `peer` on connection `epoch`
+  // (source `source`) until a receive takes it; `credit_held`: its credit
+  // returns only then. Returns its index for ReportBuffered.
+  uint32_t AddUnexpected(RxClient* ep, uint32_t peer, uint32_t epoch,
+                         bool credit_held, const wire::Header& h,
+                         uint64_t source, const uint8_t* payload, size_t len);
   // Buffered mode: reports held message `ui`, with a RecvContext as
   // op_context; `rx_index` is the tag receive it matched (kNil: untagged,
   // reported on arrival).
@@ -264,7 +271,8 @@ class RxContext {
     bool used = false;
     bool credit_held = false;  // Its credit returns when it is consumed.
     RxClient* ep = nullptr;    // The endpoint it arrived at.
-    uint32_t peer = 0;         // That endpoint's peer index.
+    uint32_t peer = 0;         // That endpoint's peer index,
+    uint32_t epoch = 0;        // and the connection it came on.
     MessageHandle handle;
     wire::Header header;
     std::vector<uint8_t> payload;  // Eager data, or a rendezvous prefix.

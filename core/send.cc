@@ -370,12 +370,14 @@ void Endpoint::FreeTx(uint32_t index) {
   tx_.Free(index);
 }
 
-void Endpoint::SendAck(uint32_t peer, uint64_t msg_id, wire::Op op) {
+void Endpoint::SendAck(uint32_t peer, uint32_t epoch, uint64_t msg_id,
+                       wire::Op op) {
   Peer& p = conns_[peer];
   // No ack goes to a failed connection: its side fails what the ack would
   // finish, and one kept queued would keep the peer from being connected
-  // anew (CanReconnect).
-  if (p.state == PeerState::kFailed) return;
+  // anew (CanReconnect). Nor to a connection made since: the id names an
+  // operation of the old one, and the sender reuses ids.
+  if (p.state == PeerState::kFailed || epoch != p.epoch) return;
   if (!p.acks.empty() || !PostAck(peer, msg_id, op).ok()) {
     p.acks.emplace_back(op, msg_id);
     conns_.MarkBusy(peer);

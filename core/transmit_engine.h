@@ -54,6 +54,7 @@ class TransmitEngine {
     bool used = false;
     uint32_t rx = 0;
     uint32_t peer = 0;
+    uint32_t epoch = 0;  // The connection it came on (Peer::epoch).
     wire::Header header;
     void* buf = nullptr;    // Where it lands (first byte).
     size_t len = 0;         // Bytes read (<= header.length).

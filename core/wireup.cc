@@ -434,6 +434,11 @@ void Endpoint::ResetPeer(uint32_t peer) {
   p.retries = 0;
   p.failed_err = 0;
   p.failed_prov_errno = 0;
+  // Messages kept from the old connection stay in the receive context, but
+  // count against the old connection's credits, not the new one's.
+  ++p.epoch;
+  p.unexpected_buffered = 0;
+  p.unexpected_withheld = 0;
   ++stats_.reconnects;
 }
 

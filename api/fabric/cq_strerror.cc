@@ -37,6 +37,7 @@ static_assert(SF_PROV_SRQ_ERROR == core::kProvSrqError);
 static_assert(SF_PROV_DEVICE_FATAL == core::kProvDeviceFatal);
 static_assert(SF_PROV_ADDRESS_CHANGED == core::kProvAddressChanged);
 static_assert(SF_PROV_PEER_RECONNECTED == core::kProvPeerReconnected);
+static_assert(SF_PROV_CONNECTION_RESET == core::kProvConnectionReset);
 static_assert(SF_PROV_OWN_LAST == core::kProvOwnLast);
 
 // Indexed by work-completion status (ibv_wc_status numbering); [0] unused.
@@ -194,6 +195,11 @@ constexpr const char* kOwnSentences[SF_PROV_OWN_LAST - SF_PROV_OWN_BASE + 1] = {
     "packets past the RC retry time, a link or port down) and it connected "
     "again; operations of the old connection are lost, later sends use "
     "the new one",
+    // SF_PROV_CONNECTION_RESET
+    "connection reset: the large message this receive took arrived on a "
+    "connection that failed and was made anew before the receive was "
+    "posted; its sender's send failed with that connection, so the data "
+    "cannot be fetched; the sender may send it again",
 };
 
 constexpr const char kNotCq[] =

@@ -430,7 +430,13 @@ ssize_t sf_cq_readerr(struct sf_cq* cq, struct sf_cq_err_entry* buf,
  * ours still looked up: operations of the old connection fail with
  * SF_ECONNRESET; later sends go on the new connection. */
 #define SF_PROV_PEER_RECONNECTED (SF_PROV_OWN_BASE + 19)
-#define SF_PROV_OWN_LAST SF_PROV_PEER_RECONNECTED
+/* A receive took a large (rendezvous) message kept as unexpected whose
+ * connection failed, and was made anew, before the receive came: its data
+ * was the sender's, whose send failed with that connection, and cannot be
+ * fetched. The receive fails with SF_EIO; an eager message kept so is
+ * delivered (its data is here). */
+#define SF_PROV_CONNECTION_RESET (SF_PROV_OWN_BASE + 20)
+#define SF_PROV_OWN_LAST SF_PROV_CONNECTION_RESET
 
 /* fi_cq_strerror(3): a sentence for an error entry's prov_errno that names
  * the cause and what to check (for 13: the receiver had no receive posted

@@ -1,0 +1,409 @@
+// What a receiver holds of a connection that fails, at the core, on the
+// simulator:
+// - READs that wait for send queue room fail with their connection, once
+//   each, and the peer can be connected anew;
+// - messages kept as unexpected from a connection that failed and was made
+//   anew answer nothing on the new one: no ack and no READ of the old
+//   connection's (its message ids and keys name the old operations; the
+//   sender reuses the ids for new ones), and no credit of the old
+//   connection's goes to the new one. The data of an eager one is
+//   delivered; a rendezvous one's receive fails (its data is gone with the
+//   sender's failed send).
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "backends/sim/internal/device.h"
+#include "backends/sim/internal/qp.h"
+#include "backends/sim/sim_fabric.h"
+#include "core/completion_queue.h"
+#include "core/endpoint.h"
+#include "core/flags.h"
+#include "core/prov_errno.h"
+#include "tests/messaging_harness.h"
+#include "tests/test_pattern.h"
+
+namespace softfab::testing {
+namespace {
+
+// Node `node`'s RC queue pair (its one connection in these tests).
+sim::internal::QpImpl* RcQpOf(Cluster& c, int node) {
+  auto* dev = static_cast<sim::internal::DeviceImpl*>(c.fabric().device(node));
+  sim::internal::QpImpl* rc = nullptr;
+  for (auto& qp : dev->qps_) {
+    if (qp != nullptr && qp->init_.qp_type == transport::QpType::kRc) {
+      rc = qp.get();
+    }
+  }
+  return rc;
+}
+
+// One entry of node `n`'s CQ, error entries included (err 0 for a success),
+// driving every node; false when none came.
+struct Entry {
+  void* context = nullptr;
+  int err = 0;
+  int prov_errno = 0;
+  size_t len = 0;
+};
+bool NextEntry(Cluster& c, int n, Entry* out, int rounds = 100000) {
+  core::CqEntry e;
+  const int k = c.ReadOne(n, &e, rounds);
+  if (k == -core::CompletionQueue::kErrAvail) {
+    core::CqErrEntry x;
+    if (!c[n].cq->ReadError(&x).ok()) return false;
+    *out = Entry{x.op_context, x.err, x.prov_errno, x.len};
+    return true;
+  }
+  if (k != 1) return false;
+  *out = Entry{e.op_context, 0, 0, e.len};
+  return true;
+}
+
+// READs that wait for send queue room (four work requests each on a device
+// of one SGE, three fit a queue of 12) when their connection fails: each
+// fails once, its receive with an error entry, and the peer can be
+// connected anew. They stayed queued: their receives never completed, and
+// the connection was never made again (CanReconnect waited for them).
+TEST(ReadsWaitingTest, ReadsWaitingForRoomFailWithTheirConnection) {
+  sim::SimConfig config;
+  config.max_sge = 1;
+  core::EndpointAttr attr;
+  attr.credits = 4;  // a send queue of 4 + 8 control work requests
+  Cluster c(2, config, attr);
+  ExpectDelivered(c, 0, 1, 8);
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  // Rendezvous messages kept as unexpected at node 1.
+  constexpr int kMessages = 6;
+  const std::vector<uint8_t> msg = Pattern(16384, 4);
+  iovec siov[kMessages];
+  for (int i = 0; i < kMessages; ++i) {
+    bool sent = false;
+    for (int r = 0; r < 1000 && !sent; ++r) {
+      sent = c[0].ep
+                 ->Send(TSend(msg.data(), msg.size(), c[0].addr[1], 5, nullptr,
+                              &siov[i]))
+                 .ok();
+      c.ProgressAll();
+    }
+    ASSERT_TRUE(sent) << i;
+  }
+  for (int r = 0; r < 1000; ++r) c[1].ep->Progress();
+  // A send of node 1's first on the connection: flushed first when it
+  // fails, it fails the connection while READs still wait.
+  const uint64_t first = 3;
+  iovec fiov;
+  ASSERT_TRUE(
+      c[1].ep
+          ->Send(TSend(&first, sizeof first, c[1].addr[0], 8, nullptr, &fiov))
+          .ok());
+  // Each receive takes one at once: four READs of one SGE each, two fit
+  // beside that send, the rest wait for room.
+  std::vector<uint8_t> in(kMessages * msg.size());
+  iovec riov[kMessages][core::Endpoint::kIovMax];
+  int ctx[kMessages];
+  for (int i = 0; i < kMessages; ++i) {
+    for (size_t k = 0; k < core::Endpoint::kIovMax; ++k) {
+      riov[i][k] = iovec{in.data() + i * msg.size() + k * (msg.size() / 4),
+                         msg.size() / 4};
+    }
+    core::RecvArgs a;
+    a.iov = riov[i];
+    a.iov_count = core::Endpoint::kIovMax;
+    a.tag = 5;
+    a.tagged = true;
+    a.context = &ctx[i];
+    ASSERT_TRUE(c[1].ep->Recv(a).ok()) << i;
+  }
+  // Node 1's connection fails (its RC QP in error, as a QP_FATAL would).
+  sim::internal::QpImpl* rc = RcQpOf(c, 1);
+  ASSERT_NE(rc, nullptr);
+  // The send and two READs (four work requests each) fill the queue of 12:
+  // the other READs wait for room.
+  ASSERT_EQ(rc->sq_.tail - rc->sq_.head, 1u + 2 * 4);
+  rc->ToError();
+  // Every receive completes once, the ones whose READs never went out too.
+  std::vector<int> done(kMessages, 0);
+  int entries = 0;
+  for (int r = 0; r < 100000 && entries < kMessages + 1; ++r) {
+    c[1].ep->Progress();
+    core::CqEntry e;
+    int n = c[1].cq->Read(&e, 1);
+    if (n == -core::CompletionQueue::kErrAvail) {
+      core::CqErrEntry x;
+      ASSERT_TRUE(c[1].cq->ReadError(&x).ok());
+      // A receive fails with its connection; the send fails too.
+      EXPECT_EQ(x.err, EIO);
+      e.op_context = x.op_context;
+      n = 1;
+    }
+    if (n != 1) continue;
+    ++entries;
+    for (int i = 0; i < kMessages; ++i) done[i] += e.op_context == &ctx[i];
+  }
+  for (int i = 0; i < kMessages; ++i) EXPECT_EQ(done[i], 1) << i;
+  EXPECT_EQ(entries, kMessages + 1);  // and the send's
+  // And node 1 makes the connection anew: its next send is taken, or waits
+  // for the new connection's credits; it is not refused as unreachable (it
+  // was, for ever, while the READs stayed queued).
+  const uint64_t v = 11;
+  iovec viov;
+  const Status sent =
+      c[1].ep->Send(TSend(&v, sizeof v, c[1].addr[0], 9, nullptr, &viov));
+  EXPECT_TRUE(sent.ok() || sent.code() == EAGAIN) << sent.message();
+}
+
+// Two nodes connected; node 0 sends `kept` messages of `size` bytes (tag 5,
+// send flags `flags`) that node 1 keeps as unexpected. Then node 1's
+// connection fails (its RC QP in error under a send of its own) and node 1
+// connects anew with an
+// 8-byte send to node 0, which fails node 0's side of the old connection.
+// Each send of a kept message completes once: failed when it waited for an
+// answer (`answered`: rendezvous, match-complete), else done before.
+class KeptFromAFailedConnection {
+ public:
+  KeptFromAFailedConnection(size_t size, int kept, uint64_t flags,
+                            bool answered, const core::EndpointAttr& attr = {})
+      : c_(2, {}, attr), msg_(Pattern(size, 7)), siov_(kept) {
+    ExpectDelivered(c_, 0, 1, 8);
+    for (int i = 0; i < kept; ++i) {
+      core::SendArgs a =
+          TSend(msg_.data(), msg_.size(), c_[0].addr[1], 5, &old_, &siov_[i]);
+      a.flags = flags;
+      bool sent = false;
+      for (int r = 0; r < 1000 && !sent; ++r) {
+        sent = c_[0].ep->Send(a).ok();
+        c_.ProgressAll();
+      }
+      EXPECT_TRUE(sent) << i;
+    }
+    for (int r = 0; r < 1000; ++r) c_.ProgressAll();
+    EXPECT_EQ(c_[1].ep->stats().unexpected_held, static_cast<uint64_t>(kept));
+    // A send of node 1's on the connection, flushed when its QP fails,
+    // fails the connection there.
+    static const uint64_t kDoomed = 13;
+    iovec diov;
+    EXPECT_TRUE(c_[1]
+                    .ep
+                    ->Send(TSend(&kDoomed, sizeof kDoomed, c_[1].addr[0], 9,
+                                 &doomed_, &diov))
+                    .ok());
+    sim::internal::QpImpl* rc = RcQpOf(c_, 1);
+    EXPECT_NE(rc, nullptr);
+    if (rc == nullptr) return;
+    rc->ToError();
+    Entry f;
+    EXPECT_TRUE(NextEntry(c_, 1, &f));
+    EXPECT_EQ(f.context, &doomed_);
+    EXPECT_EQ(f.err, EIO);
+    // Node 1 connects anew; node 0 takes the new connection and fails what
+    // waited on the old one.
+    static const uint64_t kHello = 42;
+    uint64_t in = 0;
+    iovec riov, siov;
+    EXPECT_TRUE(
+        c_[0].ep->Recv(TRecv(&in, sizeof in, 8, 0, &hello_, &riov)).ok());
+    Status s;
+    for (int r = 0; r < 100000; ++r) {
+      s = c_[1].ep->Send(
+          TSend(&kHello, sizeof kHello, c_[1].addr[0], 8, &hello_, &siov));
+      if (s.code() != EAGAIN && s.code() != EHOSTUNREACH) break;
+      c_.ProgressAll();
+    }
+    EXPECT_TRUE(s.ok()) << s.message();
+    int old_done = 0, hello = 0;
+    Entry e;
+    while ((old_done < kept || hello < 1) && NextEntry(c_, 0, &e, 20000)) {
+      if (e.context == &old_) {
+        if (answered) {
+          EXPECT_NE(e.err, 0) << "a send of the failed connection completed";
+        } else {
+          EXPECT_EQ(e.err, 0);
+        }
+        ++old_done;
+      } else if (e.context == &hello_) {
+        EXPECT_EQ(e.err, 0);
+        ++hello;
+      }
+    }
+    for (int r = 0; r < 20000 && hello < 2; ++r) {
+      if (NextEntry(c_, 1, &e, 1) && e.context == &hello_) ++hello;
+    }
+    EXPECT_EQ(old_done, kept);
+    EXPECT_EQ(hello, 2);
+    EXPECT_EQ(in, kHello);
+    EXPECT_EQ(c_[1].ep->stats().reconnects, 1u);
+  }
+
+  Cluster& c() { return c_; }
+  const std::vector<uint8_t>& msg() const { return msg_; }
+
+  // Node 1 posts a receive for the (first) kept message, into `in`; its
+  // entry.
+  void TakeKept(std::vector<uint8_t>* in, Entry* e) {
+    in->assign(msg_.size(), 0);
+    iovec riov;
+    ASSERT_TRUE(
+        c_[1]
+            .ep->Recv(TRecv(in->data(), in->size(), 5, 0, &kept_, &riov))
+            .ok());
+    ASSERT_TRUE(NextEntry(c_, 1, e));
+    EXPECT_EQ(e->context, &kept_);
+  }
+
+ private:
+  Cluster c_;
+  std::vector<uint8_t> msg_;
+  std::vector<iovec> siov_;
+  int old_ = 0, hello_ = 0, doomed_ = 0, kept_ = 0;
+};
+
+// Node 0 sends up to `n` messages of `size` bytes (tag 6, contexts ctx[i])
+// on the new connection, nothing receiving them yet, each retried while
+// progress runs; returns how many were taken.
+int SendUpTo(Cluster& c, const std::vector<uint8_t>& msg, int n,
+             std::vector<int>* ctx, std::vector<iovec>* iov, uint64_t flags) {
+  ctx->resize(n);
+  iov->resize(n);
+  for (int i = 0; i < n; ++i) {
+    core::SendArgs a =
+        TSend(msg.data(), msg.size(), c[0].addr[1], 6, &(*ctx)[i], &(*iov)[i]);
+    a.flags = flags;
+    bool sent = false;
+    for (int r = 0; r < 1000 && !sent; ++r) {
+      sent = c[0].ep->Send(a).ok();
+      c.ProgressAll();
+    }
+    if (!sent) return i;
+  }
+  return n;
+}
+
+// SendUpTo, all `n` taken.
+void SendNew(Cluster& c, const std::vector<uint8_t>& msg, int n,
+             std::vector<int>* ctx, std::vector<iovec>* iov, uint64_t flags) {
+  ASSERT_EQ(SendUpTo(c, msg, n, ctx, iov, flags), n);
+}
+
+// Node 1 receives the `n` tag-6 messages whole, and each of node 0's sends
+// completes once, successfully.
+void ExpectNewDelivered(Cluster& c, const std::vector<uint8_t>& msg, int n,
+                        std::vector<int>& ctx) {
+  std::vector<std::vector<uint8_t>> in(n, std::vector<uint8_t>(msg.size()));
+  std::vector<iovec> riov(n);
+  int rctx = 0;
+  for (int i = 0; i < n; ++i) {
+    ASSERT_TRUE(
+        c[1].ep->Recv(TRecv(in[i].data(), msg.size(), 6, 0, &rctx, &riov[i]))
+            .ok());
+  }
+  int received = 0;
+  Entry e;
+  while (received < n && NextEntry(c, 1, &e)) {
+    ASSERT_EQ(e.err, 0) << "prov_errno " << e.prov_errno;
+    ASSERT_EQ(e.context, &rctx);
+    ++received;
+  }
+  EXPECT_EQ(received, n);
+  for (int i = 0; i < n; ++i) EXPECT_TRUE(in[i] == msg) << "message " << i;
+  std::vector<int> done(n, 0);
+  int sends = 0;
+  while (sends < n && NextEntry(c, 0, &e)) {
+    EXPECT_EQ(e.err, 0) << "prov_errno " << e.prov_errno;
+    for (int i = 0; i < n; ++i) done[i] += e.context == &ctx[i];
+    ++sends;
+  }
+  for (int i = 0; i < n; ++i) EXPECT_EQ(done[i], 1) << i;
+}
+
+// No entry comes at node 0 (its new sends wait for their receives).
+void ExpectNoSendDone(Cluster& c) {
+  Entry e;
+  const bool got = NextEntry(c, 0, &e, 20000);
+  EXPECT_FALSE(got) << "a send of the new connection completed (err " << e.err
+                    << ") before any receive took it";
+}
+
+// A rendezvous message kept from the failed connection: a receive that
+// takes it fails (its data was the sender's failed send's), and neither a
+// READ with the old connection's key nor a read-done for the old message id
+// goes to the new connection. The sender reuses the id: before, that
+// read-done completed a new rendezvous send whose message no receive had
+// taken, or the READ failed the new connection.
+TEST(KeptFromAFailedConnectionTest, RendezvousMessageFailsItsReceive) {
+  KeptFromAFailedConnection k(64 * 1024, 1, 0, true);
+  Cluster& c = k.c();
+  std::vector<int> ctx;
+  std::vector<iovec> iov;
+  ASSERT_NO_FATAL_FAILURE(SendNew(c, k.msg(), 4, &ctx, &iov, 0));
+  std::vector<uint8_t> in;
+  Entry e;
+  ASSERT_NO_FATAL_FAILURE(k.TakeKept(&in, &e));
+  EXPECT_EQ(e.err, EIO);
+  EXPECT_EQ(e.prov_errno, core::kProvConnectionReset);
+  ExpectNoSendDone(c);
+  ExpectNewDelivered(c, k.msg(), 4, ctx);
+}
+
+// An eager match-complete message kept from the failed connection: a
+// receive takes its data, and no ack for the old message id goes to the new
+// connection, where it completed a new match-complete send early.
+TEST(KeptFromAFailedConnectionTest, EagerMessageIsDeliveredUnacknowledged) {
+  KeptFromAFailedConnection k(256, 1, core::kMatchComplete, true);
+  Cluster& c = k.c();
+  std::vector<int> ctx;
+  std::vector<iovec> iov;
+  ASSERT_NO_FATAL_FAILURE(
+      SendNew(c, k.msg(), 4, &ctx, &iov, core::kMatchComplete));
+  std::vector<uint8_t> in;
+  Entry e;
+  ASSERT_NO_FATAL_FAILURE(k.TakeKept(&in, &e));
+  EXPECT_EQ(e.err, 0);
+  EXPECT_EQ(in, k.msg());
+  ExpectNoSendDone(c);
+  ExpectNewDelivered(c, k.msg(), 4, ctx);
+}
+
+// Messages kept past `credits` keep their credit until taken. Taken after
+// the connection was made anew, those credits are the old connection's:
+// none goes to the new one, whose sender would then send past the buffers
+// granted to it (and have its messages dropped as overrun).
+TEST(KeptFromAFailedConnectionTest, TheirCreditsStayWithTheOldConnection) {
+  core::EndpointAttr attr;
+  attr.credits = 4;
+  constexpr int kKept = 8;  // 4 with their credit back at once, 4 withheld
+  KeptFromAFailedConnection k(64, kKept, 0, false, attr);
+  Cluster& c = k.c();
+  std::vector<uint8_t> in(kKept * k.msg().size());
+  std::vector<iovec> riov(kKept);
+  int rctx = 0;
+  for (int i = 0; i < kKept; ++i) {
+    ASSERT_TRUE(c[1].ep
+                    ->Recv(TRecv(in.data() + i * k.msg().size(), k.msg().size(),
+                                 5, 0, &rctx, &riov[i]))
+                    .ok());
+  }
+  Entry e;
+  for (int i = 0; i < kKept; ++i) {
+    ASSERT_TRUE(NextEntry(c, 1, &e)) << i;
+    EXPECT_EQ(e.err, 0);
+  }
+  // Node 0 now sends what the new connection lets it, none received yet:
+  // at most its credits' worth kept with their credit back and as many
+  // withheld (before, the old connection's withheld credits came back to the
+  // new one, 12 were taken and 4 dropped as overrun). Nothing is dropped.
+  std::vector<int> ctx;
+  std::vector<iovec> iov;
+  const int taken = SendUpTo(c, k.msg(), 16, &ctx, &iov, 0);
+  EXPECT_EQ(taken, 2 * 4);
+  for (int r = 0; r < 10000; ++r) c.ProgressAll();
+  EXPECT_EQ(c[1].ep->stats().overrun_dropped, 0u);
+  ExpectNewDelivered(c, k.msg(), taken, ctx);
+  EXPECT_EQ(c[1].ep->stats().unexpected_held, 0u);
+}
+
+}  // namespace
+}  // namespace softfab::testing
