@@ -217,7 +217,15 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   const bool tagged = h.flags & wire::kTagged;
   const bool buffered = rx_->attr().buffered;
   const uint64_t source = SourceOf(peer);
-  const uint32_t rx = rx_->FindReceive(tagged, h.tag, source);
+  uint32_t rx = rx_->FindReceive(tagged, h.tag, source);
+  if (rx_->backlogged() && rx != internal::kNil && rx_->op(rx).backlogged)
+      [[unlikely]] {
+    // A multi-recv buffer with older messages kept for it: they go first,
+    // and this one after them (kept too, if the room runs out again).
+    rx_->DrainBacklog();
+    rx = rx_->FindReceive(tagged, h.tag, source);
+    if (rx != internal::kNil && rx_->op(rx).backlogged) rx = internal::kNil;
+  }
   const bool r = rx != internal::kNil;
   Peer& p = conns_[peer];
   const bool credit_held = p.unexpected_buffered >= attr_.credits;

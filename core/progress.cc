@@ -33,6 +33,11 @@ void Endpoint::Progress() {
     again.swap(rx_unposted_);
     for (uint32_t index : again) RepostOrKeep(index);
   }
+  // Messages kept for a multi-recv buffer that ran out of room go before
+  // any arrival.
+  if (rx_->backlogged()) [[unlikely]] {
+    rx_->DrainBacklog();
+  }
   while (!held_.empty() && !ArrivalWaitsForRoom(held_.front())) {
     const tp::WorkCompletion held = held_.front();
     held_.pop_front();

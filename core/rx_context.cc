@@ -169,12 +169,18 @@ uint32_t RxContext::NewRxOp(const RecvArgs& a, bool wants_entry) {
   r.released = false;
   r.release_reported = false;
   r.cancelled = false;
+  r.backlogged = false;
   return index;
 }
 
 Status RxContext::Post(const RecvArgs& a) {
   if (a.flags & (kPeek | kClaim | kDiscard)) return PeekClaimDiscard(a);
   if (free_.empty()) return TryAgain("all receive slots are posted");
+  // A backlogged multi-recv buffer, posted earlier, takes its kept messages
+  // first: with room left after it, this receive cannot take one of them.
+  if (backlogged()) [[unlikely]] {
+    DrainBacklog();
+  }
   const bool wants_entry = !selective_ || (a.flags & kCompletion) ||
                            (a.flags & kMultiRecv) || attr_.buffered;
   // Like sends, every receive holds a CQ slot for its final entry (an error
@@ -196,21 +202,45 @@ Status RxContext::Post(const RecvArgs& a) {
   const uint64_t tag = a.tagged ? a.tag : 0;
   const uint64_t ignore = a.tagged ? a.ignore : 0;
   TagMatcher& m = matchers_[a.tagged];
-  // Messages that arrived first are taken oldest first (a plain receive
-  // with the CQ slot it just reserved); a multi-recv buffer keeps taking them
-  // while the CQ has room for their entries.
-  while (!(r.flags & kMultiRecv) || cq_->HasRoom()) {
+  if (m.unexpected_count() > 0 && TakeKept(index, m, tag, ignore, source)) {
+    return Status::Ok();
+  }
+  const ReceiveHandle h =
+      m.AddReceive({tag, ignore, source, reinterpret_cast<uint64_t>(a.context),
+                    (a.flags & kMultiRecv) != 0});
+  std::vector<uint32_t>& map = of_handle_[a.tagged];
+  if (map.size() <= h.index) map.resize(h.index + 1);
+  map[h.index] = index;
+  r.handle = h;
+  if (r.backlogged) {
+    backlog_.push_back(index);
+    backlogged_ = true;
+  }
+  return Status::Ok();
+}
+
+bool RxContext::TakeKept(uint32_t index, TagMatcher& m, uint64_t tag,
+                         uint64_t ignore, uint64_t source) {
+  RxOp& r = ops_[index];
+  const bool multi = r.flags & kMultiRecv;
+  r.backlogged = false;
+  while (true) {
+    if (multi && !cq_->HasRoom()) {
+      // Its next message would need an entry the CQ has no room for: it and
+      // those kept after it wait until the application reads (DrainBacklog).
+      r.backlogged = true;
+      return false;
+    }
     auto u = FindUnexpectedFor(m, tag, ignore, source);
-    if (!u) break;
+    if (!u) return false;
     const uint32_t ui = static_cast<uint32_t>(m.message(*u).cookie);
     Unexpected& un = unexpected_[ui];
     RxClient* owner = un.ep;  // The endpoint it arrived at.
     if (r.tag_only) {
       ReportBuffered(ui, index);
-      return Status::Ok();
+      return true;
     }
     m.RemoveUnexpected(*u);
-    const bool multi = r.flags & kMultiRecv;
     if (un.header.op == wire::Op::kRendezvous) {
       owner->StartRead(index, un.peer, un.epoch, un.header, 0);
     } else {
@@ -221,18 +251,26 @@ Status RxContext::Post(const RecvArgs& a) {
       }
     }
     ReleaseUnexpected(ui);
-    if (!multi || !ops_[index].used || ops_[index].released) {
-      return Status::Ok();
-    }
+    if (!multi || !r.used || r.released) return true;
   }
-  const ReceiveHandle h =
-      m.AddReceive({tag, ignore, source, reinterpret_cast<uint64_t>(a.context),
-                    (a.flags & kMultiRecv) != 0});
-  std::vector<uint32_t>& map = of_handle_[a.tagged];
-  if (map.size() <= h.index) map.resize(h.index + 1);
-  map[h.index] = index;
-  r.handle = h;
-  return Status::Ok();
+}
+
+void RxContext::DrainBacklog() {
+  size_t done = 0;
+  for (; done < backlog_.size(); ++done) {
+    const uint32_t index = backlog_[done];
+    RxOp& r = ops_[index];
+    // Released or cancelled since (or its slot taken by another receive):
+    // nothing to take.
+    if (!r.used || r.released) r.backlogged = false;
+    if (!r.backlogged) continue;
+    TagMatcher& m = matchers_[r.tagged];
+    const PostedReceive p = m.receive(r.handle);
+    TakeKept(index, m, p.tag, p.ignore, p.source);
+    if (r.backlogged) break;  // Out of room again: it and the rest wait.
+  }
+  backlog_.erase(backlog_.begin(), backlog_.begin() + done);
+  backlogged_ = !backlog_.empty();
 }
 
 // A message is keyed by its source as the AV knew it when it arrived. One

@@ -146,6 +146,9 @@ class RxContext {
     // Multi-recv: cancelled while a READ into it was in flight; its cancel
     // entry, which releases it, comes after the last such message's own.
     bool cancelled = false;
+    // Multi-recv: it stopped taking kept messages for want of CQ room; until
+    // it has taken them (DrainBacklog), later arrivals are kept behind them.
+    bool backlogged = false;
   };
 
   // An endpoint's own context (Endpoint::Create makes it).
@@ -219,6 +222,11 @@ class RxContext {
     auto r = matchers_[tagged].FindReceive(tagged ? tag : 0, source);
     return r ? of_handle_[tagged][r->index] : internal::kNil;
   }
+  // Multi-recv buffers that ran out of CQ room with messages kept for them:
+  // they take those, oldest first, as far as the room now goes (progress
+  // runs it before taking arrivals).
+  bool backlogged() const { return backlogged_; }
+  void DrainBacklog();
   // The message takes receive `rx_index`: out of matching, unless it is a
   // multi-recv buffer (which takes messages until released).
   void Take(uint32_t rx_index) {
@@ -286,6 +294,13 @@ class RxContext {
   }
   // Takes a receive slot for `a` (the caller checked one is free).
   uint32_t NewRxOp(const RecvArgs& a, bool wants_entry);
+  // Receive `index` takes the messages kept in `m` that (tag, ignore,
+  // source) matches, oldest first: a plain receive one, a multi-recv buffer
+  // as many as fit while the CQ has room for their entries (out of room, it
+  // is marked backlogged). True: the receive is done taking (it took its
+  // message, or the buffer was released); false: it waits in matching.
+  bool TakeKept(uint32_t index, TagMatcher& m, uint64_t tag, uint64_t ignore,
+                uint64_t source);
   // FI_PEEK, FI_CLAIM, FI_DISCARD and buffered receives
   // (peek_claim_discard.cc).
   Status PeekClaimDiscard(const RecvArgs& args);
@@ -316,6 +331,8 @@ class RxContext {
   size_t min_multi_recv_ = 8192;
   // Multi-recv buffers posted whose last (FI_MULTI_RECV) entry is not written.
   uint32_t multi_recv_held_ = 0;
+  std::vector<uint32_t> backlog_;  // Backlogged multi-recv slots, in order,
+  bool backlogged_ = false;        // and whether there are any.
   // Buffered receives: stable addresses handed out as op_context.
   std::deque<RecvContext> recv_contexts_;
   std::vector<uint32_t> recv_contexts_free_;

@@ -150,7 +150,7 @@ class Fixture {
     for (int i = 0; i < nodes; ++i) {
       Peer& p = peers[i];
       sf_cq_attr ca{};
-      ca.size = 8192;
+      ca.size = cq_size;
       ca.format = SF_CQ_FORMAT_TAGGED;
       if (sf_domain_open(fabric, i, &p.domain, nullptr) ||
           sf_cq_open(p.domain, &ca, &p.cq, nullptr) ||
@@ -320,6 +320,8 @@ class Fixture {
   // Adjusts the fabric's attributes before sf_fabric_open (its class of
   // service, say).
   std::function<void(sf_fabric_attr*)> adjust_fabric;
+  // The entries of each peer's CQ (Open).
+  size_t cq_size = 8192;
 };
 
 }  // namespace softfab::testing

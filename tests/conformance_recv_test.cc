@@ -32,6 +32,16 @@ int SetMinMultiRecv(sf_ep* ep, size_t min_free) {
                    sizeof min_free);
 }
 
+// Posts `iov` on `ep` as a multi-recv buffer with `context`.
+ssize_t PostMultiRecv(sf_ep* ep, iovec* iov, void* context) {
+  sf_msg m{};
+  m.msg_iov = iov;
+  m.iov_count = 1;
+  m.addr = SF_ADDR_UNSPEC;
+  m.context = context;
+  return sf_recvmsg(ep, &m, SF_MULTI_RECV);
+}
+
 TEST_P(ConformanceTest, TaggedRoundTrip) {
   ASSERT_TRUE(f.Open(backend(), 2));
   char out[] = "conformance";
@@ -182,12 +192,7 @@ TEST_P(ConformanceTest, MultiRecvTwoHalves) {
   iovec halves[2] = {{buffer.data(), kHalf}, {buffer.data() + kHalf, kHalf}};
   int ctx[2];
   for (int h = 0; h < 2; ++h) {
-    sf_msg m{};
-    m.msg_iov = &halves[h];
-    m.iov_count = 1;
-    m.addr = SF_ADDR_UNSPEC;
-    m.context = &ctx[h];
-    ASSERT_EQ(sf_recvmsg(rx, &m, SF_MULTI_RECV), 0);
+    ASSERT_EQ(PostMultiRecv(rx, &halves[h], &ctx[h]), 0);
   }
   // 1000-byte messages: 4 fit in a half (96 bytes left < 100: released).
   constexpr int kCount = 8;
@@ -218,12 +223,7 @@ TEST_P(ConformanceTest, MultiRecvTwoHalves) {
   }
   EXPECT_EQ(released, 2);
   // Repost works.
-  sf_msg m{};
-  m.msg_iov = &halves[0];
-  m.iov_count = 1;
-  m.addr = SF_ADDR_UNSPEC;
-  m.context = &ctx[0];
-  ASSERT_EQ(sf_recvmsg(rx, &m, SF_MULTI_RECV), 0);
+  ASSERT_EQ(PostMultiRecv(rx, &halves[0], &ctx[0]), 0);
   ASSERT_EQ(
       sf_send(f.peers[0].ep, "again", 6, nullptr, f.peers[0].addr[1], nullptr),
       0);
@@ -290,12 +290,7 @@ TEST_P(ConformanceTest, MultiRecvCancelledWhileReadIntoReleasesLast) {
   std::vector<uint8_t> buffer(64);
   iovec iov{buffer.data(), buffer.size()};
   int ctx = 0;
-  sf_msg m{};
-  m.msg_iov = &iov;
-  m.iov_count = 1;
-  m.addr = SF_ADDR_UNSPEC;
-  m.context = &ctx;
-  ASSERT_EQ(sf_recvmsg(rx, &m, SF_MULTI_RECV), 0);
+  ASSERT_EQ(PostMultiRecv(rx, &iov, &ctx), 0);
   ASSERT_EQ(sf_cancel(&rx->fid, &ctx), 0);
   // Both are error entries (Collect keeps them in order), no success.
   std::vector<sf_cq_tagged_entry> ok;
@@ -312,6 +307,86 @@ TEST_P(ConformanceTest, MultiRecvCancelledWhileReadIntoReleasesLast) {
   EXPECT_EQ(got[1].err, SF_ECANCELED);
   EXPECT_TRUE(got[1].flags & SF_MULTI_RECV);
   EXPECT_EQ(buffer[0], 0x5a);
+  EXPECT_TRUE(f.Quiet(1));
+}
+
+// A multi-recv buffer posted while the CQ has room for only some of the
+// messages kept for it: it takes those, and the rest, oldest first, as the
+// application reads entries, before any message that arrives later. The
+// later ones went in first, and the rest stayed kept until another receive
+// came.
+TEST_P(ConformanceTest, MultiRecvTakesKeptMessagesBeforeLaterOnes) {
+  f.cq_size = 8;
+  ASSERT_TRUE(f.Open(backend(), 2));
+  sf_ep* rx = f.peers[1].ep;
+  ASSERT_EQ(SetMinMultiRecv(rx, 100), 0);
+  // Four tagged messages' entries left unread at peer 1.
+  constexpr int kTagged = 4;
+  uint64_t tagged_in[kTagged] = {};
+  for (int i = 0; i < kTagged; ++i) {
+    ASSERT_EQ(
+        sf_trecv(rx, &tagged_in[i], 8, nullptr, SF_ADDR_UNSPEC, 7, 0, nullptr),
+        0);
+    const uint64_t v = i;
+    ASSERT_EQ(sf_tinject(f.peers[0].ep, &v, 8, f.peers[0].addr[1], 7), 0);
+    for (int r = 0; r < 1000; ++r) f.Progress();
+  }
+  // Six untagged 100-byte messages, kept (no receive yet); a tagged one
+  // sent after them has arrived, so they have too.
+  constexpr int kKept = 6, kLater = 2, kMsg = 100;
+  auto send = [&](int i) {  // retried while peer 0's small CQ is full
+    std::vector<uint8_t> v(kMsg, static_cast<uint8_t>(i + 1));
+    ssize_t rc = -SF_EAGAIN;
+    for (int r = 0; r < 400000 && rc == -SF_EAGAIN; ++r) {
+      rc = sf_inject(f.peers[0].ep, v.data(), v.size(), f.peers[0].addr[1]);
+      if (rc == -SF_EAGAIN) f.Progress();
+    }
+    return rc;
+  };
+  for (int i = 0; i < kKept; ++i) ASSERT_EQ(send(i), 0) << i;
+  uint64_t marker = 0;
+  ASSERT_EQ(sf_trecv(rx, &marker, 8, nullptr, SF_ADDR_UNSPEC, 9, 0, nullptr),
+            0);
+  const uint64_t nine = 9;
+  ASSERT_EQ(sf_tinject(f.peers[0].ep, &nine, 8, f.peers[0].addr[1], 9), 0);
+  for (int r = 0; r < 400000 && marker != 9; ++r) f.Progress();
+  ASSERT_EQ(marker, 9u);
+  // The buffer: the CQ (8) holds 5 entries and the buffer's reservation,
+  // so it takes one or two kept messages now.
+  std::vector<uint8_t> buffer(4096);
+  iovec iov{buffer.data(), buffer.size()};
+  int ctx = 0;
+  ASSERT_EQ(PostMultiRecv(rx, &iov, &ctx), 0);
+  // Two entries read make room; a plain receive posted then comes after
+  // the buffer, which takes the kept messages first (the receive is
+  // refused for want of room, or waits for a later message).
+  sf_cq_tagged_entry two[2];
+  ASSERT_EQ(sf_cq_read(f.peers[1].cq, two, 2), 2);
+  std::vector<uint8_t> plain(kMsg, 0);
+  int plain_ctx = 0;
+  const ssize_t posted = sf_recv(rx, plain.data(), plain.size(), nullptr,
+                                 SF_ADDR_UNSPEC, &plain_ctx);
+  ASSERT_TRUE(posted == 0 || posted == -SF_EAGAIN) << posted;
+  // Two more, sent while the buffer waits for room.
+  for (int i = kKept; i < kKept + kLater; ++i) ASSERT_EQ(send(i), 0) << i;
+  for (int r = 0; r < 1000; ++r) f.Progress();
+  // Reading makes room: every untagged message lands in the buffer in the
+  // order it was sent.
+  std::vector<sf_cq_tagged_entry> ok;
+  std::vector<sf_cq_err_entry> err;
+  f.Collect(1, kTagged + 1 + kKept + kLater - 2, &ok, &err);
+  ASSERT_TRUE(err.empty());
+  int untagged = 0;
+  for (const sf_cq_tagged_entry& e : ok) {
+    EXPECT_NE(e.op_context, &plain_ctx)
+        << "the plain receive took message " << int{plain[0]};
+    if (e.op_context != &ctx) continue;
+    EXPECT_EQ(e.len, size_t{kMsg});
+    EXPECT_EQ(e.buf, buffer.data() + kMsg * untagged) << untagged;
+    EXPECT_EQ(buffer[kMsg * untagged], untagged + 1) << "message " << untagged;
+    ++untagged;
+  }
+  EXPECT_EQ(untagged, kKept + kLater);
   EXPECT_TRUE(f.Quiet(1));
 }
 
