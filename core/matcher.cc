@@ -43,15 +43,32 @@ uint32_t TagMatcher::PostedClassFor(uint64_t ignore) {
   return static_cast<uint32_t>(posted_classes_.size() - 1);
 }
 
-ReceiveHandle TagMatcher::AddReceive(const PostedReceive& receive) {
-  uint32_t index;
+uint32_t TagMatcher::TakePostedEntry() {
   if (!posted_free_.empty()) {
-    index = posted_free_.back();
+    const uint32_t index = posted_free_.back();
     posted_free_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(posted_.size());
-    posted_.emplace_back();
+    return index;
   }
+  posted_.emplace_back();
+  return static_cast<uint32_t>(posted_.size() - 1);
+}
+
+ReceiveHandle TagMatcher::AddReceive(const PostedReceive& receive) {
+  if (posted_live_ == 0) {
+    // The only one: out of the classes and lists until a second comes.
+    const uint32_t index = TakePostedEntry();
+    PostedEntry& e = posted_[index];
+    e.receive = receive;
+    e.seq = next_seq_++;
+    e.live = true;
+    ++posted_live_;
+    single_ = index;
+    return ReceiveHandle{index};
+  }
+  if (single_ != kNil) [[unlikely]] {
+    LinkSingle();  // Posted first: first in its list.
+  }
+  const uint32_t index = TakePostedEntry();
   const uint32_t cls = PostedClassFor(receive.ignore);
   if (posted_classes_[cls].live++ == 0) live_posted_classes_.push_back(cls);
   if (receive.source != kAnySource) ++posted_classes_[cls].directed;
@@ -68,8 +85,29 @@ ReceiveHandle TagMatcher::AddReceive(const PostedReceive& receive) {
   return ReceiveHandle{index};
 }
 
+void TagMatcher::LinkSingle() {
+  PostedEntry& e = posted_[single_];
+  const PostedReceive& r = e.receive;
+  const uint32_t cls = PostedClassFor(r.ignore);
+  if (posted_classes_[cls].live++ == 0) live_posted_classes_.push_back(cls);
+  if (r.source != kAnySource) ++posted_classes_[cls].directed;
+  e.mask_class = cls;
+  posted_lists_.PushBack(single_, 0,
+                         {kFirstClassKind + cls, r.tag & ~r.ignore, r.source});
+  single_ = kNil;
+}
+
 std::optional<ReceiveHandle> TagMatcher::FindReceive(uint64_t tag,
                                                      uint64_t source) const {
+  if (single_ != kNil) {
+    // One receive posted: the lists' match rule, on it alone.
+    const PostedReceive& r = posted_[single_].receive;
+    if (((tag ^ r.tag) & ~r.ignore) == 0 &&
+        (r.source == kAnySource || r.source == source)) {
+      return ReceiveHandle{single_};
+    }
+    return std::nullopt;
+  }
   uint32_t best = kNil;
   uint64_t best_seq = 0;
   auto consider = [&](uint32_t candidate) {
@@ -114,17 +152,21 @@ std::optional<ReceiveHandle> TagMatcher::FindReceiveByContext(
 void TagMatcher::RemoveReceive(ReceiveHandle h) {
   PostedEntry& e = posted_[h.index];
   assert(e.live);
-  posted_lists_.Unlink(h.index, 0);
-  PostedMaskClass& c = posted_classes_[e.mask_class];
-  if (e.receive.source != kAnySource) --c.directed;
-  if (--c.live == 0) {
-    // Order of live_posted_classes_ does not matter (FindReceive takes the
-    // minimum seq).
-    for (auto& cls : live_posted_classes_) {
-      if (cls == e.mask_class) {
-        cls = live_posted_classes_.back();
-        live_posted_classes_.pop_back();
-        break;
+  if (h.index == single_) {
+    single_ = kNil;  // In no list.
+  } else {
+    posted_lists_.Unlink(h.index, 0);
+    PostedMaskClass& c = posted_classes_[e.mask_class];
+    if (e.receive.source != kAnySource) --c.directed;
+    if (--c.live == 0) {
+      // Order of live_posted_classes_ does not matter (FindReceive takes the
+      // minimum seq).
+      for (auto& cls : live_posted_classes_) {
+        if (cls == e.mask_class) {
+          cls = live_posted_classes_.back();
+          live_posted_classes_.pop_back();
+          break;
+        }
       }
     }
   }

@@ -206,6 +206,11 @@ class TagMatcher {
   };
 
   uint32_t PostedClassFor(uint64_t ignore);
+  // A free posted entry's index (reused or new).
+  uint32_t TakePostedEntry();
+  // Puts the single receive in its class and list (a second is being
+  // posted).
+  void LinkSingle();
   int UnexpectedClassFor(uint64_t ignore);
   void BuildVariant(int mask_class, int variant);
   void LinkUnexpected(uint32_t entry, int slot);
@@ -233,6 +238,11 @@ class TagMatcher {
   internal::KeyedLists<PostedLinkStore> posted_lists_;
   uint64_t next_seq_ = 0;
   uint32_t posted_live_ = 0;
+  // The one live posted receive when it was posted into an empty matcher,
+  // kept out of the classes and lists until a second is posted (which links
+  // it first): one receive at a time, the ping-pong case, matches with one
+  // compare and costs no list work. kNil otherwise.
+  uint32_t single_ = internal::kNil;
 
   // Unexpected side.
   std::vector<UnexpectedEntry> unexpected_;

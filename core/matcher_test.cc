@@ -68,6 +68,33 @@ TEST(TagMatcherTest, FirstPostedWinsAcrossDirectedAndWildcard) {
   EXPECT_EQ(Arrive(m, 5, 2), 6u);
 }
 
+// A receive posted into an empty matcher is matched on its own (no lists);
+// when more are posted it is linked first, so it keeps its place; once it
+// is taken, the next one posted alone is matched on its own again.
+TEST(TagMatcherTest, AReceivePostedAloneKeepsItsPlace) {
+  TagMatcher m;
+  m.AddReceive(Recv(0x1000, 0xFF, kAnySource, 1));  // alone: any low byte
+  EXPECT_EQ(Arrive(m, 0x2000, 3), 0u);              // queued, not matched
+  m.AddReceive(Recv(0x1011, 0, kAnySource, 2));     // exact, posted second
+  m.AddReceive(Recv(0x1011, 0, 3, 3));              // directed, posted third
+  EXPECT_EQ(Arrive(m, 0x1011, 3), 1u);  // all three match: the first wins
+  EXPECT_EQ(Arrive(m, 0x1011, 3), 2u);
+  EXPECT_EQ(Arrive(m, 0x1011, 3), 3u);
+  EXPECT_EQ(m.posted_count(), 0u);
+  m.AddReceive(Recv(0x30, 0, 4, 4));  // alone again, directed to 4
+  EXPECT_EQ(Arrive(m, 0x30, 5), 0u);
+  EXPECT_EQ(Arrive(m, 0x31, 4), 0u);
+  EXPECT_EQ(Arrive(m, 0x30, 4), 4u);
+  // Removed while alone (a cancel), then a new one alone.
+  const ReceiveHandle h = m.AddReceive(Recv(0x40, 0, kAnySource, 5));
+  m.RemoveReceive(h);
+  EXPECT_EQ(m.posted_count(), 0u);
+  EXPECT_EQ(Arrive(m, 0x40, 1), 0u);
+  m.AddReceive(Recv(0x41, 0, kAnySource, 6));
+  EXPECT_EQ(Arrive(m, 0x41, 1), 6u);
+  EXPECT_EQ(m.unexpected_count(), 4u);
+}
+
 TEST(TagMatcherTest, UnexpectedAreTakenOldestFirst) {
   TagMatcher m;
   for (uint64_t i = 1; i <= 4; ++i)
