@@ -504,6 +504,9 @@ class Endpoint final : public RxClient {
   // Posts the READs of `read_index`: all of them, or none (EAGAIN) when the
   // send queue lacks room for them all.
   Status PostRead(uint32_t read_index);
+  // PostRead, or, when it is refused for a lasting reason, the read's
+  // receive fails; false: it waits for room (EAGAIN, ENOMEM).
+  bool ReadOrFail(uint32_t read_index);
 
   // What arrives on RC connections (message_arrival.cc).
   void OnBounce(const transport::WorkCompletion& wc);

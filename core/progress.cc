@@ -119,7 +119,7 @@ void Endpoint::Progress() {
            PostAck(i, p.acks.front().second, p.acks.front().first).ok()) {
       p.acks.pop_front();
     }
-    while (!p.reads_waiting.empty() && PostRead(p.reads_waiting.front()).ok()) {
+    while (!p.reads_waiting.empty() && ReadOrFail(p.reads_waiting.front())) {
       p.reads_waiting.pop_front();
     }
     while (CanSend(p) && !p.waiting.empty() && conns_.AvailableCredits(p) > 0 &&

@@ -92,19 +92,29 @@ void Endpoint::StartRead(uint32_t rx_index, uint32_t peer, uint32_t epoch,
     OnReadDone(ri, true);
     return;
   }
-  if (Status s = PostRead(ri); s.code() == ENOMEM || s.code() == EAGAIN) {
+  if (!ReadOrFail(ri)) {
     conns_[peer].reads_waiting.push_back(ri);
     conns_.MarkBusy(peer);
-  } else if (!s.ok()) {
-    const Peer& p = conns_[peer];
-    if (p.state == PeerState::kConnected) {
-      rd.prov_errno = kProvPostRefused;
-    } else {
-      rd.prov_errno =
-          p.failed_prov_errno ? p.failed_prov_errno : kProvPeerUnreachable;
-    }
-    OnReadDone(ri, false);
   }
+}
+
+bool Endpoint::ReadOrFail(uint32_t ri) {
+  const Status s = PostRead(ri);
+  if (s.ok()) return true;
+  if (s.code() == ENOMEM || s.code() == EAGAIN) return false;
+  // A lasting refusal (the device's, or a registration of the receive
+  // buffer that failed): the receive fails now, and the READs queued behind
+  // it go on.
+  Read& rd = tx_.read(ri);
+  const Peer& p = conns_[rd.peer];
+  if (p.state == PeerState::kConnected) {
+    rd.prov_errno = kProvPostRefused;
+  } else {
+    rd.prov_errno =
+        p.failed_prov_errno ? p.failed_prov_errno : kProvPeerUnreachable;
+  }
+  OnReadDone(ri, false);
+  return true;
 }
 
 Status Endpoint::PostRead(uint32_t ri) {

@@ -1,7 +1,9 @@
-// What a receiver holds of a connection that fails, at the core, on the
+// What a receiver holds when something fails, at the core, on the
 // simulator:
 // - READs that wait for send queue room fail with their connection, once
-//   each, and the peer can be connected anew;
+//   each, and the peer can be connected anew; one refused for good when its
+//   turn comes (its buffer cannot be registered) fails its receive, and the
+//   READs queued behind it go on;
 // - messages kept as unexpected from a connection that failed and was made
 //   anew answer nothing on the new one: no ack and no READ of the old
 //   connection's (its message ids and keys name the old operations; the
@@ -63,35 +65,49 @@ bool NextEntry(Cluster& c, int n, Entry* out, int rounds = 100000) {
   return true;
 }
 
+// Two nodes on a device of one SGE with a send queue of 12 (4 credits + 8
+// control work requests), connected; six 16 KiB rendezvous messages from
+// node 0 kept as unexpected at node 1. A receive of four iovecs reads one
+// with four READ work requests: three receives' worth fill the queue.
+struct KeptRendezvous {
+  static constexpr int kMessages = 6;
+  static sim::SimConfig OneSge() {
+    sim::SimConfig config;
+    config.max_sge = 1;
+    return config;
+  }
+  static core::EndpointAttr FourCredits() {
+    core::EndpointAttr attr;
+    attr.credits = 4;
+    return attr;
+  }
+  KeptRendezvous() : c(2, OneSge(), FourCredits()), msg(Pattern(16384, 4)) {
+    ExpectDelivered(c, 0, 1, 8);
+    for (int r = 0; r < 1000; ++r) c.ProgressAll();
+    for (int i = 0; i < kMessages; ++i) {
+      EXPECT_TRUE(SendRetrying(
+          c, 0,
+          TSend(msg.data(), msg.size(), c[0].addr[1], 5, nullptr, &siov[i])))
+          << i;
+    }
+    for (int r = 0; r < 1000; ++r) c[1].ep->Progress();
+    EXPECT_EQ(c[1].ep->stats().unexpected_held, uint64_t{kMessages});
+  }
+  Cluster c;
+  std::vector<uint8_t> msg;
+  iovec siov[kMessages];
+};
+
 // READs that wait for send queue room (four work requests each on a device
 // of one SGE, three fit a queue of 12) when their connection fails: each
 // fails once, its receive with an error entry, and the peer can be
 // connected anew. They stayed queued: their receives never completed, and
 // the connection was never made again (CanReconnect waited for them).
 TEST(ReadsWaitingTest, ReadsWaitingForRoomFailWithTheirConnection) {
-  sim::SimConfig config;
-  config.max_sge = 1;
-  core::EndpointAttr attr;
-  attr.credits = 4;  // a send queue of 4 + 8 control work requests
-  Cluster c(2, config, attr);
-  ExpectDelivered(c, 0, 1, 8);
-  for (int r = 0; r < 1000; ++r) c.ProgressAll();
-  // Rendezvous messages kept as unexpected at node 1.
-  constexpr int kMessages = 6;
-  const std::vector<uint8_t> msg = Pattern(16384, 4);
-  iovec siov[kMessages];
-  for (int i = 0; i < kMessages; ++i) {
-    bool sent = false;
-    for (int r = 0; r < 1000 && !sent; ++r) {
-      sent = c[0].ep
-                 ->Send(TSend(msg.data(), msg.size(), c[0].addr[1], 5, nullptr,
-                              &siov[i]))
-                 .ok();
-      c.ProgressAll();
-    }
-    ASSERT_TRUE(sent) << i;
-  }
-  for (int r = 0; r < 1000; ++r) c[1].ep->Progress();
+  KeptRendezvous k;
+  Cluster& c = k.c;
+  constexpr int kMessages = KeptRendezvous::kMessages;
+  const std::vector<uint8_t>& msg = k.msg;
   // A send of node 1's first on the connection: flushed first when it
   // fails, it fails the connection while READs still wait.
   const uint64_t first = 3;
@@ -105,18 +121,13 @@ TEST(ReadsWaitingTest, ReadsWaitingForRoomFailWithTheirConnection) {
   std::vector<uint8_t> in(kMessages * msg.size());
   iovec riov[kMessages][core::Endpoint::kIovMax];
   int ctx[kMessages];
+  const size_t piece = msg.size() / core::Endpoint::kIovMax;
   for (int i = 0; i < kMessages; ++i) {
-    for (size_t k = 0; k < core::Endpoint::kIovMax; ++k) {
-      riov[i][k] = iovec{in.data() + i * msg.size() + k * (msg.size() / 4),
-                         msg.size() / 4};
-    }
-    core::RecvArgs a;
-    a.iov = riov[i];
-    a.iov_count = core::Endpoint::kIovMax;
-    a.tag = 5;
-    a.tagged = true;
-    a.context = &ctx[i];
-    ASSERT_TRUE(c[1].ep->Recv(a).ok()) << i;
+    ASSERT_TRUE(c[1].ep
+                    ->Recv(PiecesRecv(in.data() + i * msg.size(), piece, piece,
+                                      5, &ctx[i], riov[i]))
+                    .ok())
+        << i;
   }
   // Node 1's connection fails (its RC QP in error, as a QP_FATAL would).
   sim::internal::QpImpl* rc = RcQpOf(c, 1);
@@ -156,6 +167,56 @@ TEST(ReadsWaitingTest, ReadsWaitingForRoomFailWithTheirConnection) {
   EXPECT_TRUE(sent.ok() || sent.code() == EAGAIN) << sent.message();
 }
 
+// Six rendezvous messages kept at node 1, each taken by a receive of four
+// iovecs on a device of one SGE: four READ work requests each, three
+// receives' worth fit a send queue of 12 and the rest wait for room. The
+// fourth receive's buffer cannot be registered (its addresses wrap around the
+// address space). When room comes, its READ is refused for good: it fails,
+// once, and the two behind it are posted. It stayed at the head of the queue
+// and every READ behind it waited for ever.
+TEST(ReadsWaitingTest, AReadRefusedForGoodFailsAndThoseBehindItGoOn) {
+  KeptRendezvous k;
+  Cluster& c = k.c;
+  constexpr int kMessages = KeptRendezvous::kMessages, kBad = 3;
+  const std::vector<uint8_t>& msg = k.msg;
+  std::vector<uint8_t> in(kMessages * msg.size());
+  iovec riov[kMessages][core::Endpoint::kIovMax];
+  int ctx[kMessages];
+  const size_t piece = msg.size() / core::Endpoint::kIovMax;
+  for (int i = 0; i < kMessages; ++i) {
+    // The bad one: every piece the last `piece` - 2 bytes of the address
+    // space, and past them.
+    uint8_t* base = i == kBad
+                        ? reinterpret_cast<uint8_t*>(~uintptr_t{0} - piece + 2)
+                        : in.data() + i * msg.size();
+    ASSERT_TRUE(c[1].ep
+                    ->Recv(PiecesRecv(base, piece, i == kBad ? 0 : piece, 5,
+                                      &ctx[i], riov[i]))
+                    .ok())
+        << i;
+  }
+  std::vector<int> ok(kMessages, 0), failed(kMessages, 0);
+  Entry e;
+  for (int n = 0; n < kMessages && NextEntry(c, 1, &e); ++n) {
+    if (e.err != 0) {
+      EXPECT_EQ(e.err, EIO);
+      EXPECT_EQ(e.prov_errno, core::kProvPostRefused);
+    }
+    for (int i = 0; i < kMessages; ++i) {
+      if (e.context == &ctx[i]) ++(e.err == 0 ? ok : failed)[i];
+    }
+  }
+  for (int i = 0; i < kMessages; ++i) {
+    EXPECT_EQ(ok[i], i == kBad ? 0 : 1) << i;
+    EXPECT_EQ(failed[i], i == kBad ? 1 : 0) << i;
+    if (i != kBad) {
+      EXPECT_EQ(std::memcmp(in.data() + i * msg.size(), msg.data(), msg.size()),
+                0)
+          << i;
+    }
+  }
+}
+
 // Two nodes connected; node 0 sends `kept` messages of `size` bytes (tag 5,
 // send flags `flags`) that node 1 keeps as unexpected. Then node 1's
 // connection fails (its RC QP in error under a send of its own) and node 1
@@ -173,12 +234,7 @@ class KeptFromAFailedConnection {
       core::SendArgs a =
           TSend(msg_.data(), msg_.size(), c_[0].addr[1], 5, &old_, &siov_[i]);
       a.flags = flags;
-      bool sent = false;
-      for (int r = 0; r < 1000 && !sent; ++r) {
-        sent = c_[0].ep->Send(a).ok();
-        c_.ProgressAll();
-      }
-      EXPECT_TRUE(sent) << i;
+      EXPECT_TRUE(SendRetrying(c_, 0, a)) << i;
     }
     for (int r = 0; r < 1000; ++r) c_.ProgressAll();
     EXPECT_EQ(c_[1].ep->stats().unexpected_held, static_cast<uint64_t>(kept));
@@ -272,12 +328,7 @@ int SendUpTo(Cluster& c, const std::vector<uint8_t>& msg, int n,
     core::SendArgs a =
         TSend(msg.data(), msg.size(), c[0].addr[1], 6, &(*ctx)[i], &(*iov)[i]);
     a.flags = flags;
-    bool sent = false;
-    for (int r = 0; r < 1000 && !sent; ++r) {
-      sent = c[0].ep->Send(a).ok();
-      c.ProgressAll();
-    }
-    if (!sent) return i;
+    if (!SendRetrying(c, 0, a)) return i;
   }
   return n;
 }

@@ -118,6 +118,33 @@ inline core::RecvArgs TRecv(void* buf, size_t len, uint64_t tag,
   return a;
 }
 
+// Posts send `a` at node `from`, retried while every node's progress runs
+// (for credits or room), at most 1000 times; whether it was taken.
+inline bool SendRetrying(Cluster& c, int from, const core::SendArgs& a) {
+  for (int r = 0; r < 1000; ++r) {
+    const bool sent = c[from].ep->Send(a).ok();
+    c.ProgressAll();
+    if (sent) return true;
+  }
+  return false;
+}
+
+// A tagged receive of core::Endpoint::kIovMax pieces of `piece` bytes, the
+// k-th at `base` + k x `stride`, into `iov` (kIovMax entries).
+inline core::RecvArgs PiecesRecv(uint8_t* base, size_t piece, size_t stride,
+                                 uint64_t tag, void* context, iovec* iov) {
+  for (size_t k = 0; k < core::Endpoint::kIovMax; ++k) {
+    iov[k] = iovec{base + k * stride, piece};
+  }
+  core::RecvArgs a;
+  a.iov = iov;
+  a.iov_count = core::Endpoint::kIovMax;
+  a.tag = tag;
+  a.tagged = true;
+  a.context = context;
+  return a;
+}
+
 // Sends `size` bytes from node `from` to node `to` (tag 9) and expects them
 // whole at the receiver and the send completed without error.
 inline void ExpectDelivered(Cluster& c, int from, int to, size_t size) {
