@@ -96,6 +96,8 @@ class ConnectionTable {
     // `credits` of them (it has no credit left to send one more); a message
     // past that comes from a peer that ignores credits and is dropped.
     uint32_t unexpected_withheld = 0;
+    // Those kept from the connection before this one (ResetPeer).
+    uint32_t unexpected_stale = 0;
     // Which connection to the peer this is (ResetPeer counts it up). What
     // the receive context keeps of a connection, its unexpected messages,
     // names it: an ack, a READ or a credit of an old connection's never
@@ -140,6 +142,10 @@ class ConnectionTable {
   }
   void SetQpn(uint32_t qp_num, uint32_t peer) {
     by_qpn_[qp_num] = peer;
+    last_qpn_valid_ = false;
+  }
+  void ForgetQpn(uint32_t qp_num) {
+    by_qpn_.erase(qp_num);
     last_qpn_valid_ = false;
   }
   // The peer at AV index `dest` of `av`, added when the AV names an endpoint

@@ -333,7 +333,7 @@ class Endpoint final : public RxClient {
     uint64_t cm_versions_refused = 0;
     uint64_t dgram_dropped = 0;  // DGRAM: arrived with no receive posted.
     // Messages kept as unexpected right now (a gauge, not a count): at most
-    // 2 x credits per peer.
+    // 2 x credits per peer and connection, two connections' worth.
     uint64_t unexpected_held = 0;
     // Unexpected messages dropped from a peer that sent past its credits.
     uint64_t overrun_dropped = 0;
@@ -343,6 +343,9 @@ class Endpoint final : public RxClient {
     uint64_t grants_reduced = 0;
     // Failed RDM connections made anew (ResetPeer).
     uint64_t reconnects = 0;
+    // Unexpected messages dropped because their peer connected twice more
+    // while they were kept (ResetPeer keeps one connection's worth).
+    uint64_t stale_dropped = 0;
     // Receive buffers flushed by a failing QP (and put back).
     uint64_t bounce_flushed = 0;
     // Work requests posted without a completion of their own (selective

@@ -73,9 +73,13 @@ Status Endpoint::Cancel(void* context) { return rx_->CancelPosted(context); }
 void Endpoint::UnexpectedReleased(uint32_t peer, uint32_t epoch,
                                   bool credit_held) {
   --stats_.unexpected_held;
-  // One kept from an old connection counts against nothing now (ResetPeer
-  // cleared the counts), and its credit was that connection's.
-  if (epoch != conns_[peer].epoch) return;
+  Peer& p = conns_[peer];
+  if (epoch != p.epoch) {
+    // Kept from an old connection: its credit was that connection's. The
+    // one before this counts as stale (older ones were dropped).
+    if (epoch + 1 == p.epoch) --p.unexpected_stale;
+    return;
+  }
   if (credit_held) {
     --conns_[peer].unexpected_withheld;
     conns_.ReturnCredit(peer);

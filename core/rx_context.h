@@ -206,6 +206,9 @@ class RxContext {
   // last user.
   void Detach(RxClient* ep);
   void DropArrivalsOf(RxClient* ep);
+  // Drops the messages kept from `ep`'s `peer` on connection `epoch` (not
+  // those reported to the application): that peer has connected twice since.
+  void DropKeptOf(RxClient* ep, uint32_t peer, uint32_t epoch);
   void ReleaseIfUnused();
 
   // A receive of any flavour, checked by the endpoint: matched against the

@@ -409,9 +409,19 @@ bool Endpoint::CanReconnect(uint32_t peer) const {
     return false;
   }
   // Every operation of the old connection reported first (its flushed work
-  // completions read), so none is taken for the new connection's.
-  return p.waiting.empty() && p.in_flight == 0 && p.sq_outstanding == 0 &&
-         p.acks.empty() && p.reads_waiting.empty();
+  // completions read), so none is taken for the new connection's; and its
+  // messages waiting for CQ room (held_) taken first, as the old one's.
+  if (!p.waiting.empty() || p.in_flight != 0 || p.sq_outstanding != 0 ||
+      !p.acks.empty() || !p.reads_waiting.empty()) {
+    return false;
+  }
+  if (p.qp != nullptr) {
+    const uint32_t qpn = p.qp->qp_num();
+    for (const tp::WorkCompletion& wc : held_) {
+      if (wc.qp_num == qpn) return false;
+    }
+  }
+  return true;
 }
 
 void Endpoint::ResetPeer(uint32_t peer) {
@@ -419,6 +429,7 @@ void Endpoint::ResetPeer(uint32_t peer) {
   // The old QP goes first: a credit write-back of the old connection still
   // on the wire then finds no QP, and cannot land on the new one's word.
   if (p.qp != nullptr) {
+    conns_.ForgetQpn(p.qp->qp_num());  // A late arrival on it is a stray.
     (void)p.qp->Destroy();
     p.qp = nullptr;
   }
@@ -435,10 +446,19 @@ void Endpoint::ResetPeer(uint32_t peer) {
   p.failed_err = 0;
   p.failed_prov_errno = 0;
   // Messages kept from the old connection stay in the receive context, but
-  // count against the old connection's credits, not the new one's.
-  ++p.epoch;
+  // not against the new one's credits: they count as stale. Those still
+  // kept from the connection before it go now (dropped and counted), so a
+  // peer that reconnects again and again cannot grow them without bound: at
+  // most 2 x credits stale and 2 x credits current per peer.
+  if (p.unexpected_stale > 0) {
+    const uint32_t stale = p.unexpected_stale;
+    rx_->DropKeptOf(this, peer, p.epoch - 1);  // UnexpectedReleased counts
+    stats_.stale_dropped += stale - p.unexpected_stale;
+  }
+  p.unexpected_stale = p.unexpected_buffered + p.unexpected_withheld;
   p.unexpected_buffered = 0;
   p.unexpected_withheld = 0;
+  ++p.epoch;
   ++stats_.reconnects;
 }
 

@@ -44,16 +44,25 @@ sim::internal::QpImpl* RcQpOf(Cluster& c, int node) {
 }
 
 // One entry of node `n`'s CQ, error entries included (err 0 for a success),
-// driving every node; false when none came.
+// driving every node (`alone`: node `n` only); false when none came.
 struct Entry {
   void* context = nullptr;
   int err = 0;
   int prov_errno = 0;
   size_t len = 0;
 };
-bool NextEntry(Cluster& c, int n, Entry* out, int rounds = 100000) {
+bool NextEntry(Cluster& c, int n, Entry* out, int rounds = 100000,
+               bool alone = false) {
   core::CqEntry e;
-  const int k = c.ReadOne(n, &e, rounds);
+  int k = -EAGAIN;
+  if (alone) {
+    for (int r = 0; r < rounds && k == -EAGAIN; ++r) {
+      c[n].ep->Progress();
+      k = c[n].cq->Read(&e, 1);
+    }
+  } else {
+    k = c.ReadOne(n, &e, rounds);
+  }
   if (k == -core::CompletionQueue::kErrAvail) {
     core::CqErrEntry x;
     if (!c[n].cq->ReadError(&x).ok()) return false;
@@ -139,21 +148,13 @@ TEST(ReadsWaitingTest, ReadsWaitingForRoomFailWithTheirConnection) {
   // Every receive completes once, the ones whose READs never went out too.
   std::vector<int> done(kMessages, 0);
   int entries = 0;
-  for (int r = 0; r < 100000 && entries < kMessages + 1; ++r) {
-    c[1].ep->Progress();
-    core::CqEntry e;
-    int n = c[1].cq->Read(&e, 1);
-    if (n == -core::CompletionQueue::kErrAvail) {
-      core::CqErrEntry x;
-      ASSERT_TRUE(c[1].cq->ReadError(&x).ok());
-      // A receive fails with its connection; the send fails too.
-      EXPECT_EQ(x.err, EIO);
-      e.op_context = x.op_context;
-      n = 1;
-    }
-    if (n != 1) continue;
+  Entry e;
+  while (entries < kMessages + 1 &&
+         NextEntry(c, 1, &e, 100000, /*alone=*/true)) {
+    // A receive fails with its connection; the send fails too.
+    if (e.err != 0) EXPECT_EQ(e.err, EIO);
     ++entries;
-    for (int i = 0; i < kMessages; ++i) done[i] += e.op_context == &ctx[i];
+    for (int i = 0; i < kMessages; ++i) done[i] += e.context == &ctx[i];
   }
   for (int i = 0; i < kMessages; ++i) EXPECT_EQ(done[i], 1) << i;
   EXPECT_EQ(entries, kMessages + 1);  // and the send's
@@ -228,16 +229,30 @@ class KeptFromAFailedConnection {
  public:
   KeptFromAFailedConnection(size_t size, int kept, uint64_t flags,
                             bool answered, const core::EndpointAttr& attr = {})
-      : c_(2, {}, attr), msg_(Pattern(size, 7)), siov_(kept) {
+      : KeptFromAFailedConnection(size, attr) {
+    KeepAndReconnect(kept, flags, answered);
+  }
+  // Connected, nothing kept yet.
+  KeptFromAFailedConnection(size_t size, const core::EndpointAttr& attr)
+      : c_(2, {}, attr), msg_(Pattern(size, 7)) {
     ExpectDelivered(c_, 0, 1, 8);
+  }
+
+  // Node 0 sends `kept` messages (tag `tag`, send flags `flags`) that node 1
+  // keeps; then the connection fails and is made anew, as the class comment
+  // says.
+  void KeepAndReconnect(int kept, uint64_t flags, bool answered,
+                        uint64_t tag = 5) {
+    const uint64_t held = c_[1].ep->stats().unexpected_held;
+    siov_.resize(kept);
     for (int i = 0; i < kept; ++i) {
       core::SendArgs a =
-          TSend(msg_.data(), msg_.size(), c_[0].addr[1], 5, &old_, &siov_[i]);
+          TSend(msg_.data(), msg_.size(), c_[0].addr[1], tag, &old_, &siov_[i]);
       a.flags = flags;
       EXPECT_TRUE(SendRetrying(c_, 0, a)) << i;
     }
     for (int r = 0; r < 1000; ++r) c_.ProgressAll();
-    EXPECT_EQ(c_[1].ep->stats().unexpected_held, static_cast<uint64_t>(kept));
+    EXPECT_EQ(c_[1].ep->stats().unexpected_held, held + kept);
     // A send of node 1's on the connection, flushed when its QP fails,
     // fails the connection there.
     static const uint64_t kDoomed = 13;
@@ -291,7 +306,7 @@ class KeptFromAFailedConnection {
     EXPECT_EQ(old_done, kept);
     EXPECT_EQ(hello, 2);
     EXPECT_EQ(in, kHello);
-    EXPECT_EQ(c_[1].ep->stats().reconnects, 1u);
+    EXPECT_EQ(c_[1].ep->stats().reconnects, ++reconnects_);
   }
 
   Cluster& c() { return c_; }
@@ -315,6 +330,7 @@ class KeptFromAFailedConnection {
   std::vector<uint8_t> msg_;
   std::vector<iovec> siov_;
   int old_ = 0, hello_ = 0, doomed_ = 0, kept_ = 0;
+  uint64_t reconnects_ = 0;
 };
 
 // Node 0 sends up to `n` messages of `size` bytes (tag 6, contexts ctx[i])
@@ -454,6 +470,167 @@ TEST(KeptFromAFailedConnectionTest, TheirCreditsStayWithTheOldConnection) {
   EXPECT_EQ(c[1].ep->stats().overrun_dropped, 0u);
   ExpectNewDelivered(c, k.msg(), taken, ctx);
   EXPECT_EQ(c[1].ep->stats().unexpected_held, 0u);
+}
+
+// Messages of the old connection waiting for CQ room (held for a multi-recv
+// buffer) when the peer connects anew: the new connection is taken only once
+// they are taken, as the old connection's, so their match acks go nowhere.
+// Before, the new connection was taken at once and they were answered on it
+// when room came: their acks, with the old message ids, completed new
+// match-complete sends of node 0 that no receive had taken.
+TEST(KeptFromAFailedConnectionTest, HeldArrivalsAreTheOldConnections) {
+  Cluster c(2, {}, {}, /*cq_size=*/8);
+  ExpectDelivered(c, 0, 1, 8);
+  // Five entries left unread at node 1.
+  uint64_t tagged_in[5];
+  iovec tiov[5];
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(
+        c[1].ep->Recv(TRecv(&tagged_in[i], 8, 7, 0, nullptr, &tiov[i])).ok());
+    const uint64_t v = i;
+    iovec siov;
+    ASSERT_TRUE(
+        SendRetrying(c, 0, TSend(&v, 8, c[0].addr[1], 7, nullptr, &siov)));
+    Entry e;
+    ASSERT_TRUE(NextEntry(c, 0, &e));
+  }
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  // A multi-recv buffer: room for two more entries.
+  ASSERT_TRUE(c[1].ep->SetMinMultiRecv(100).ok());
+  std::vector<uint8_t> buffer(4096);
+  iovec miov;
+  int mctx = 0;
+  ASSERT_TRUE(
+      c[1].ep->Recv(MultiRecv(buffer.data(), buffer.size(), &mctx, &miov))
+          .ok());
+  // Four match-complete messages: two go in, two wait for room.
+  constexpr int kOld = 4;
+  const std::vector<uint8_t> msg = Pattern(100, 9);
+  iovec oiov[kOld];
+  int old_ctx = 0;
+  for (int i = 0; i < kOld; ++i) {
+    core::SendArgs a;
+    a.iov = &oiov[i];
+    oiov[i] = iovec{const_cast<uint8_t*>(msg.data()), msg.size()};
+    a.iov_count = 1;
+    a.dest = c[0].addr[1];
+    a.context = &old_ctx;
+    a.flags = core::kMatchComplete;
+    ASSERT_TRUE(SendRetrying(c, 0, a)) << i;
+  }
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
+  // Node 0's side fails (a send of its own flushed in its QP's error).
+  const uint64_t doomed = 1;
+  int doomed_ctx = 0;
+  iovec diov;
+  ASSERT_TRUE(
+      c[0].ep->Send(TSend(&doomed, 8, c[0].addr[1], 99, &doomed_ctx, &diov))
+          .ok());
+  sim::internal::QpImpl* rc = RcQpOf(c, 0);
+  ASSERT_NE(rc, nullptr);
+  rc->ToError();
+  // Node 0 reports the two matched sends done, the two waiting and its own
+  // failed; only node 0 runs (node 1 must not read its CQ yet).
+  int old_ok = 0, old_failed = 0;
+  Entry e;
+  while (old_ok + old_failed < kOld + 1 &&
+         NextEntry(c, 0, &e, 100000, /*alone=*/true)) {
+    ++(e.err == 0 ? old_ok : old_failed);
+  }
+  EXPECT_EQ(old_ok, 2);
+  EXPECT_EQ(old_failed, kOld - 2 + 1);
+  // Node 0 connects anew and sends four match-complete messages (tag 6) that
+  // nothing receives yet; their ids are the failed sends' again.
+  std::vector<int> ctx;
+  std::vector<iovec> iov;
+  const std::vector<uint8_t> fresh = Pattern(100, 10);
+  std::vector<iovec> fiov(kOld);
+  ctx.assign(kOld, 0);
+  for (int i = 0; i < kOld; ++i) {
+    core::SendArgs a =
+        TSend(fresh.data(), fresh.size(), c[0].addr[1], 6, &ctx[i], &fiov[i]);
+    a.flags = core::kMatchComplete;
+    Status s;
+    for (int r = 0; r < 100000; ++r) {
+      s = c[0].ep->Send(a);
+      if (s.code() != EAGAIN && s.code() != EHOSTUNREACH) break;
+      c[0].ep->Progress();
+    }
+    ASSERT_TRUE(s.ok()) << i << ": " << s.message();
+  }
+  // Now node 1 reads: its five, then the buffer's four.
+  int multi = 0, tagged = 0;
+  while (multi < kOld && NextEntry(c, 1, &e)) {
+    EXPECT_EQ(e.err, 0);
+    if (e.context == &mctx)
+      ++multi;
+    else
+      ++tagged;
+  }
+  EXPECT_EQ(tagged, 5);
+  EXPECT_EQ(multi, kOld);
+  // No send of node 0's new ones is done: nothing received them.
+  EXPECT_FALSE(NextEntry(c, 0, &e, 20000))
+      << "a new send completed (err " << e.err << ") before any receive";
+  // They arrive on the new connection and complete once received.
+  std::vector<std::vector<uint8_t>> in(kOld, std::vector<uint8_t>(100));
+  std::vector<iovec> riov(kOld);
+  int rctx = 0;
+  for (int i = 0; i < kOld; ++i) {
+    ASSERT_TRUE(
+        c[1].ep->Recv(TRecv(in[i].data(), 100, 6, 0, &rctx, &riov[i])).ok());
+  }
+  int got = 0, done = 0;
+  while (got < kOld && NextEntry(c, 1, &e)) {
+    EXPECT_EQ(e.err, 0);
+    got += e.context == &rctx;
+  }
+  while (done < kOld && NextEntry(c, 0, &e)) {
+    EXPECT_EQ(e.err, 0);
+    ++done;
+  }
+  EXPECT_EQ(got, kOld);
+  EXPECT_EQ(done, kOld);
+  for (int i = 0; i < kOld; ++i) EXPECT_TRUE(in[i] == fresh) << i;
+}
+
+// A peer that connects anew again and again while its messages stay kept:
+// one earlier connection's worth stays (the rest is dropped and counted), so
+// memory stays bounded. Before, every reconnection added up to 2 x credits
+// kept messages that counted against no limit.
+TEST(KeptFromAFailedConnectionTest, OnlyTheLastConnectionsKeptMessagesStay) {
+  core::EndpointAttr attr;
+  attr.credits = 4;
+  constexpr int kKept = 8;  // 2 x credits
+  KeptFromAFailedConnection k(64, attr);
+  Cluster& c = k.c();
+  k.KeepAndReconnect(kKept, 0, false, /*tag=*/5);
+  EXPECT_EQ(c[1].ep->stats().stale_dropped, 0u);
+  k.KeepAndReconnect(kKept, 0, false, /*tag=*/4);
+  // The first connection's are gone; the second's stay.
+  EXPECT_EQ(c[1].ep->stats().stale_dropped, uint64_t{kKept});
+  EXPECT_EQ(c[1].ep->stats().unexpected_held, uint64_t{kKept});
+  std::vector<uint8_t> in(k.msg().size());
+  iovec riov;
+  int rctx = 0;
+  ASSERT_TRUE(
+      c[1].ep->Recv(TRecv(in.data(), in.size(), 5, 0, &rctx, &riov)).ok());
+  Entry e;
+  EXPECT_FALSE(NextEntry(c, 1, &e, 2000)) << "a dropped message came";
+  ASSERT_TRUE(c[1].ep->Cancel(&rctx).ok());
+  ASSERT_TRUE(NextEntry(c, 1, &e));
+  EXPECT_EQ(e.err, ECANCELED);
+  for (int i = 0; i < kKept; ++i) {
+    ASSERT_TRUE(
+        c[1].ep->Recv(TRecv(in.data(), in.size(), 4, 0, &rctx, &riov)).ok());
+    ASSERT_TRUE(NextEntry(c, 1, &e)) << i;
+    EXPECT_EQ(e.err, 0);
+    EXPECT_TRUE(in == k.msg());
+  }
+  EXPECT_EQ(c[1].ep->stats().unexpected_held, 0u);
+  // And a third reconnection drops nothing: nothing is kept.
+  k.KeepAndReconnect(2, 0, false, /*tag=*/3);
+  EXPECT_EQ(c[1].ep->stats().stale_dropped, uint64_t{kKept});
 }
 
 }  // namespace

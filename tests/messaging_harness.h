@@ -129,6 +129,18 @@ inline bool SendRetrying(Cluster& c, int from, const core::SendArgs& a) {
   return false;
 }
 
+// An untagged multi-recv buffer of `len` bytes at `buf`, into `iov`.
+inline core::RecvArgs MultiRecv(void* buf, size_t len, void* context,
+                                iovec* iov) {
+  *iov = iovec{buf, len};
+  core::RecvArgs a;
+  a.iov = iov;
+  a.iov_count = 1;
+  a.context = context;
+  a.flags = core::kMultiRecv;
+  return a;
+}
+
 // A tagged receive of core::Endpoint::kIovMax pieces of `piece` bytes, the
 // k-th at `base` + k x `stride`, into `iov` (kIovMax entries).
 inline core::RecvArgs PiecesRecv(uint8_t* base, size_t piece, size_t stride,

@@ -338,13 +338,9 @@ TEST(MessagingTest, CancelledMultiRecvIsReleasedAndItsSlotReused) {
   attr.rx_size = 1;  // One receive slot: a leak would show at the next post.
   Cluster c(2, {}, attr);
   std::vector<uint8_t> buffer(1 << 16);
-  iovec r{buffer.data(), buffer.size()};
+  iovec r;
   int ctx = 0;
-  core::RecvArgs a;
-  a.iov = &r;
-  a.iov_count = 1;
-  a.context = &ctx;
-  a.flags = core::kMultiRecv;
+  const core::RecvArgs a = MultiRecv(buffer.data(), buffer.size(), &ctx, &r);
   for (int round = 0; round < 3; ++round) {
     ASSERT_TRUE(c[1].ep->Recv(a).ok()) << "round " << round;
     ASSERT_TRUE(c[1].ep->Cancel(&ctx).ok());
