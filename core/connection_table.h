@@ -44,6 +44,10 @@ class ConnectionTable {
     // sending earlier would hit a QP still in INIT and wait an ack timeout.
     bool ready = false;
     transport::QueuePair* qp = nullptr;
+    // Its number once connected (0: none), and the previous connection's,
+    // whose arrivals not yet taken are that connection's (OnBounce).
+    uint32_t qpn = 0;
+    uint32_t old_qpn = 0;
     transport::AddressHandle* ah = nullptr;  // For CM datagrams to it.
     uint32_t psn = 0;
     uint64_t request_id = 0;   // Our outstanding CM request.

@@ -516,10 +516,11 @@ class Endpoint final : public RxClient {
   // Whether the message in bounce completion `wc` must wait in held_: it may
   // write an unreserved entry and the receive CQ has no room for one.
   bool ArrivalWaitsForRoom(const transport::WorkCompletion& wc) const;
-  // A message arrived from `peer`: matched, or kept as unexpected. False when
-  // its credit is withheld until a receive takes it.
-  bool OnMessage(uint32_t peer, const wire::Header& h, const uint8_t* payload,
-                 size_t len);
+  // A message arrived from `peer` on connection `epoch` (its current one, or
+  // the one before: OnBounce): matched, or kept as unexpected. False when its
+  // credit is withheld until a receive takes it.
+  bool OnMessage(uint32_t peer, uint32_t epoch, const wire::Header& h,
+                 const uint8_t* payload, size_t len);
   Status RepostBounce(uint32_t index);
   uint8_t* BounceAt(uint32_t index) const {
     return rx_chunks_[index / attr_.credits].get() +

@@ -167,7 +167,12 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     return;
   }
   const uint32_t peer = *from;
-  conns_[peer].ready = true;  // It sent on the connection: it can receive.
+  Peer& p = conns_[peer];
+  // On the peer's current QP, or on the previous connection's (it arrived,
+  // or waited for CQ room, before the connection was made anew): then it is
+  // that connection's, and nothing of the new one answers it.
+  const bool current = wc.qp_num == p.qpn;
+  if (current) p.ready = true;  // It sent on the connection: it can receive.
   const uint8_t* buf = BounceAt(index);
   wire::Header h;
   const size_t payload_len = wc.byte_len - wire::kHeaderBytes;
@@ -179,8 +184,9 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
     ++stats_.bad_headers;
   } else if (h.op == wire::Op::kAck || h.op == wire::Op::kReadDone) {
     // A rendezvous send finishes on kReadDone only (its buffer is read
-    // until then); other sends on kAck.
-    if (h.msg_id < tx_.size() && tx_.op(h.msg_id).used &&
+    // until then); other sends on kAck. One of the previous connection's
+    // names an operation that failed with it (the id may be reused).
+    if (current && h.msg_id < tx_.size() && tx_.op(h.msg_id).used &&
         tx_.op(h.msg_id).peer == peer &&
         tx_.op(h.msg_id).rendezvous == (h.op == wire::Op::kReadDone)) {
       tx_.op(h.msg_id).acked = true;
@@ -189,7 +195,9 @@ void Endpoint::OnBounce(const tp::WorkCompletion& wc) {
   } else {
     // kEager or kRendezvous (whose payload is the sender's
     // FI_OPT_BUFFERED_MIN prefix): a message to match.
-    return_credit = OnMessage(peer, h, buf + wire::kHeaderBytes, payload_len);
+    return_credit = OnMessage(peer, current ? p.epoch : p.epoch - 1, h,
+                              buf + wire::kHeaderBytes, payload_len) &&
+                    current;
   }
   Repost(index);
   if (return_credit) conns_.ReturnCredit(peer);
@@ -215,7 +223,7 @@ bool Endpoint::ArrivalWaitsForRoom(const tp::WorkCompletion& wc) const {
   return r != internal::kNil && (rx_->op(r).flags & kMultiRecv);
 }
 
-bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
+bool Endpoint::OnMessage(uint32_t peer, uint32_t epoch, const wire::Header& h,
                          const uint8_t* payload, size_t len) {
   const bool rendezvous = h.op == wire::Op::kRendezvous;
   const bool tagged = h.flags & wire::kTagged;
@@ -232,7 +240,10 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   }
   const bool r = rx != internal::kNil;
   Peer& p = conns_[peer];
-  const bool credit_held = p.unexpected_buffered >= attr_.credits;
+  // The previous connection's (OnBounce): kept as stale, no credit of its
+  // counts against the new connection.
+  const bool stale = epoch != p.epoch;
+  const bool credit_held = !stale && p.unexpected_buffered >= attr_.credits;
   if ((!r || buffered) && credit_held &&
       p.unexpected_withheld >= std::max<uint32_t>(p.credits.grant_out, 1)) {
     // It would be kept, and the peer sent past its credits: memory stays
@@ -243,29 +254,31 @@ bool Endpoint::OnMessage(uint32_t peer, const wire::Header& h,
   if (r) rx_->Take(rx);
   if (r && !buffered) {
     if (rendezvous) {
-      StartRead(rx, peer, p.epoch, h, 0);
+      StartRead(rx, peer, epoch, h, 0);
     } else {
       rx_->Deliver(rx, source, h, payload, len);
       if (h.flags & (wire::kAckMatch | wire::kAckDelivery)) {
-        SendAck(peer, p.epoch, h.msg_id);
+        SendAck(peer, epoch, h.msg_id);
       }
     }
     return true;
   }
   // Unexpected, or held in our buffer (buffered mode).
   bool return_credit = true;
-  if (credit_held) {
+  if (stale) [[unlikely]] {
+    ++p.unexpected_stale;
+  } else if (credit_held) {
     return_credit = false;
     ++p.unexpected_withheld;
   } else {
     ++p.unexpected_buffered;
   }
-  const uint32_t ui = rx_->AddUnexpected(this, peer, p.epoch, credit_held, h,
+  const uint32_t ui = rx_->AddUnexpected(this, peer, epoch, credit_held, h,
                                          source, payload, len);
   ++stats_.unexpected;
   ++stats_.unexpected_held;
   if (!rendezvous && (h.flags & wire::kAckDelivery)) {
-    SendAck(peer, p.epoch, h.msg_id);
+    SendAck(peer, epoch, h.msg_id);
   }
   // Buffered: untagged messages are reported at once, tagged ones when a
   // posted tag matches.

@@ -138,14 +138,15 @@ void RxContext::DropArrivalsOf(RxClient* ep) {
 void RxContext::DropKeptOf(RxClient* ep, uint32_t peer, uint32_t epoch) {
   for (uint32_t i = 0; i < unexpected_.size(); ++i) {
     Unexpected& un = unexpected_[i];
-    // Reported to the application (buffered), a message is its to claim or
-    // discard.
+    // Reported to the application (buffered) or claimed (FI_PEEK |
+    // FI_CLAIM), a message is the application's to claim or discard.
     if (!un.used || un.ep != ep || un.peer != peer || un.epoch != epoch ||
         un.recv_context != internal::kNil) {
       continue;
     }
-    matchers_[(un.header.flags & wire::kTagged) != 0].RemoveUnexpected(
-        un.handle);
+    const bool tagged = (un.header.flags & wire::kTagged) != 0;
+    if (matchers_[tagged].claimed(un.handle)) continue;
+    matchers_[tagged].RemoveUnexpected(un.handle);
     ReleaseUnexpected(i);
   }
 }

@@ -356,7 +356,8 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
   Peer& p = conns_[peer];
   p.state = PeerState::kConnected;
   p.ready = ready;
-  conns_.SetQpn(p.qp->qp_num(), peer);
+  p.qpn = p.qp->qp_num();
+  conns_.SetQpn(p.qpn, peer);
 }
 
 uint32_t Endpoint::GrantFor(uint32_t peer) {
@@ -409,19 +410,11 @@ bool Endpoint::CanReconnect(uint32_t peer) const {
     return false;
   }
   // Every operation of the old connection reported first (its flushed work
-  // completions read), so none is taken for the new connection's; and its
-  // messages waiting for CQ room (held_) taken first, as the old one's.
-  if (!p.waiting.empty() || p.in_flight != 0 || p.sq_outstanding != 0 ||
-      !p.acks.empty() || !p.reads_waiting.empty()) {
-    return false;
-  }
-  if (p.qp != nullptr) {
-    const uint32_t qpn = p.qp->qp_num();
-    for (const tp::WorkCompletion& wc : held_) {
-      if (wc.qp_num == qpn) return false;
-    }
-  }
-  return true;
+  // completions read), so none is taken for the new connection's. (Its
+  // messages that arrive late, or waited for CQ room, are known by their QP
+  // number: OnBounce.)
+  return p.waiting.empty() && p.in_flight == 0 && p.sq_outstanding == 0 &&
+         p.acks.empty() && p.reads_waiting.empty();
 }
 
 void Endpoint::ResetPeer(uint32_t peer) {
@@ -429,7 +422,12 @@ void Endpoint::ResetPeer(uint32_t peer) {
   // The old QP goes first: a credit write-back of the old connection still
   // on the wire then finds no QP, and cannot land on the new one's word.
   if (p.qp != nullptr) {
-    conns_.ForgetQpn(p.qp->qp_num());  // A late arrival on it is a stray.
+    // Its number stays known, as the previous connection's, for what
+    // arrived on it and is not yet taken (OnBounce); the one before it is
+    // forgotten (a late arrival on that is a stray).
+    if (p.old_qpn != 0) conns_.ForgetQpn(p.old_qpn);
+    p.old_qpn = p.qpn;
+    p.qpn = 0;
     (void)p.qp->Destroy();
     p.qp = nullptr;
   }

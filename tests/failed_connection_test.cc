@@ -473,11 +473,11 @@ TEST(KeptFromAFailedConnectionTest, TheirCreditsStayWithTheOldConnection) {
 }
 
 // Messages of the old connection waiting for CQ room (held for a multi-recv
-// buffer) when the peer connects anew: the new connection is taken only once
-// they are taken, as the old connection's, so their match acks go nowhere.
-// Before, the new connection was taken at once and they were answered on it
-// when room came: their acks, with the old message ids, completed new
-// match-complete sends of node 0 that no receive had taken.
+// buffer) when the peer connects anew: taken later, they are known by their
+// QP number as the old connection's, so their match acks go nowhere. Before,
+// they were answered on the new connection: their acks, with the old message
+// ids, completed new match-complete sends of node 0 that no receive had
+// taken.
 TEST(KeptFromAFailedConnectionTest, HeldArrivalsAreTheOldConnections) {
   Cluster c(2, {}, {}, /*cq_size=*/8);
   ExpectDelivered(c, 0, 1, 8);
@@ -558,6 +558,13 @@ TEST(KeptFromAFailedConnectionTest, HeldArrivalsAreTheOldConnections) {
     }
     ASSERT_TRUE(s.ok()) << i << ": " << s.message();
   }
+  // Node 1 takes the new connection while the old one's messages still wait
+  // for room (its CQ is not read), and node 0's new sends go out on it.
+  for (int r = 0; r < 100000 && c[1].ep->stats().reconnects == 0; ++r) {
+    c.ProgressAll();
+  }
+  ASSERT_EQ(c[1].ep->stats().reconnects, 1u);
+  for (int r = 0; r < 1000; ++r) c.ProgressAll();
   // Now node 1 reads: its five, then the buffer's four.
   int multi = 0, tagged = 0;
   while (multi < kOld && NextEntry(c, 1, &e)) {
@@ -606,16 +613,34 @@ TEST(KeptFromAFailedConnectionTest, OnlyTheLastConnectionsKeptMessagesStay) {
   Cluster& c = k.c();
   k.KeepAndReconnect(kKept, 0, false, /*tag=*/5);
   EXPECT_EQ(c[1].ep->stats().stale_dropped, 0u);
+  // One of them peeked and claimed (FI_PEEK | FI_CLAIM): it is the
+  // application's now, and stays.
+  int claim_ctx = 0;
+  core::RecvArgs peek;
+  peek.tag = 5;
+  peek.tagged = true;
+  peek.context = &claim_ctx;
+  peek.flags = core::kPeek | core::kClaim;
+  ASSERT_TRUE(c[1].ep->Recv(peek).ok());
+  Entry e;
+  ASSERT_TRUE(NextEntry(c, 1, &e));
+  ASSERT_EQ(e.err, 0);
   k.KeepAndReconnect(kKept, 0, false, /*tag=*/4);
-  // The first connection's are gone; the second's stay.
-  EXPECT_EQ(c[1].ep->stats().stale_dropped, uint64_t{kKept});
-  EXPECT_EQ(c[1].ep->stats().unexpected_held, uint64_t{kKept});
+  // The first connection's are gone but the claimed one; the second's stay.
+  EXPECT_EQ(c[1].ep->stats().stale_dropped, uint64_t{kKept - 1});
+  EXPECT_EQ(c[1].ep->stats().unexpected_held, uint64_t{kKept + 1});
   std::vector<uint8_t> in(k.msg().size());
   iovec riov;
+  core::RecvArgs claim = TRecv(in.data(), in.size(), 5, 0, &claim_ctx, &riov);
+  claim.flags = core::kClaim;
+  ASSERT_TRUE(c[1].ep->Recv(claim).ok());
+  ASSERT_TRUE(NextEntry(c, 1, &e));
+  EXPECT_EQ(e.err, 0);
+  EXPECT_EQ(e.context, &claim_ctx);
+  EXPECT_TRUE(in == k.msg());
   int rctx = 0;
   ASSERT_TRUE(
       c[1].ep->Recv(TRecv(in.data(), in.size(), 5, 0, &rctx, &riov)).ok());
-  Entry e;
   EXPECT_FALSE(NextEntry(c, 1, &e, 2000)) << "a dropped message came";
   ASSERT_TRUE(c[1].ep->Cancel(&rctx).ok());
   ASSERT_TRUE(NextEntry(c, 1, &e));
@@ -630,7 +655,7 @@ TEST(KeptFromAFailedConnectionTest, OnlyTheLastConnectionsKeptMessagesStay) {
   EXPECT_EQ(c[1].ep->stats().unexpected_held, 0u);
   // And a third reconnection drops nothing: nothing is kept.
   k.KeepAndReconnect(2, 0, false, /*tag=*/3);
-  EXPECT_EQ(c[1].ep->stats().stale_dropped, uint64_t{kKept});
+  EXPECT_EQ(c[1].ep->stats().stale_dropped, uint64_t{kKept - 1});
 }
 
 }  // namespace
