@@ -148,8 +148,12 @@ class ConnectionTable {
     by_qpn_[qp_num] = peer;
     last_qpn_valid_ = false;
   }
-  void ForgetQpn(uint32_t qp_num) {
-    by_qpn_.erase(qp_num);
+  // Forgets `qp_num` if it still names `peer`'s QP (a device may have given
+  // the number to another peer's QP since).
+  void ForgetQpn(uint32_t qp_num, uint32_t peer) {
+    auto it = by_qpn_.find(qp_num);
+    if (it == by_qpn_.end() || it->second != peer) return;
+    by_qpn_.erase(it);
     last_qpn_valid_ = false;
   }
   // The peer at AV index `dest` of `av`, added when the AV names an endpoint

@@ -425,7 +425,9 @@ void Endpoint::ResetPeer(uint32_t peer) {
     // Its number stays known, as the previous connection's, for what
     // arrived on it and is not yet taken (OnBounce); the one before it is
     // forgotten (a late arrival on that is a stray).
-    if (p.old_qpn != 0) conns_.ForgetQpn(p.old_qpn);
+    if (p.old_qpn != 0 && p.old_qpn != p.qpn) {
+      conns_.ForgetQpn(p.old_qpn, peer);
+    }
     p.old_qpn = p.qpn;
     p.qpn = 0;
     (void)p.qp->Destroy();
