@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cassert>
 
+#include "core/internal/slot_pool.h"
+
 namespace softfab {
 namespace {
 
@@ -43,20 +45,10 @@ uint32_t TagMatcher::PostedClassFor(uint64_t ignore) {
   return static_cast<uint32_t>(posted_classes_.size() - 1);
 }
 
-uint32_t TagMatcher::TakePostedEntry() {
-  if (!posted_free_.empty()) {
-    const uint32_t index = posted_free_.back();
-    posted_free_.pop_back();
-    return index;
-  }
-  posted_.emplace_back();
-  return static_cast<uint32_t>(posted_.size() - 1);
-}
-
 ReceiveHandle TagMatcher::AddReceive(const PostedReceive& receive) {
   if (posted_live_ == 0) {
     // The only one: out of the classes and lists until a second comes.
-    const uint32_t index = TakePostedEntry();
+    const uint32_t index = internal::TakeSlot(posted_, posted_free_);
     PostedEntry& e = posted_[index];
     e.receive = receive;
     e.seq = next_seq_++;
@@ -68,7 +60,7 @@ ReceiveHandle TagMatcher::AddReceive(const PostedReceive& receive) {
   if (single_ != kNil) [[unlikely]] {
     LinkSingle();  // Posted first: first in its list.
   }
-  const uint32_t index = TakePostedEntry();
+  const uint32_t index = internal::TakeSlot(posted_, posted_free_);
   const uint32_t cls = PostedClassFor(receive.ignore);
   if (posted_classes_[cls].live++ == 0) live_posted_classes_.push_back(cls);
   if (receive.source != kAnySource) ++posted_classes_[cls].directed;
@@ -207,14 +199,7 @@ std::vector<uint32_t> TagMatcher::UnclaimedInArrivalOrder() const {
 
 MessageHandle TagMatcher::AddUnexpected(const UnexpectedMessage& message) {
   assert(message.source != kAnySource);
-  uint32_t index;
-  if (!unexpected_free_.empty()) {
-    index = unexpected_free_.back();
-    unexpected_free_.pop_back();
-  } else {
-    index = static_cast<uint32_t>(unexpected_.size());
-    unexpected_.emplace_back();
-  }
+  const uint32_t index = internal::TakeSlot(unexpected_, unexpected_free_);
   UnexpectedEntry& e = unexpected_[index];
   e.message = message;
   e.seq = next_arrival_++;

@@ -206,8 +206,6 @@ class TagMatcher {
   };
 
   uint32_t PostedClassFor(uint64_t ignore);
-  // A free posted entry's index (reused or new).
-  uint32_t TakePostedEntry();
   // Puts the single receive in its class and list (a second is being
   // posted).
   void LinkSingle();

@@ -81,10 +81,10 @@ void Endpoint::UnexpectedReleased(uint32_t peer, uint32_t epoch,
     return;
   }
   if (credit_held) {
-    --conns_[peer].unexpected_withheld;
+    --p.unexpected_withheld;
     conns_.ReturnCredit(peer);
   } else {
-    --conns_[peer].unexpected_buffered;
+    --p.unexpected_buffered;
   }
 }
 

@@ -1,9 +1,8 @@
-// Rendezvous READs at the core, on the simulator:
-// - issue 11.1: a receive with more iovecs than the device takes SGEs in one
-//   work request is read with several RDMA READs, each from where the
-//   previous one's bytes end in the sender's buffer (simulated devices whose
-//   max_sge is 1, 2 and 3; real ones report 30 or more, so only the simulator
-//   reaches this path).
+// Rendezvous READs at the core, on the simulator (issue 11.1): a receive with
+// more iovecs than the device takes SGEs in one work request is read with
+// several RDMA READs, each from where the previous one's bytes end in the
+// sender's buffer (simulated devices whose max_sge is 1, 2 and 3; real ones
+// report 30 or more, so only the simulator reaches this path).
 #include <gtest/gtest.h>
 
 #include <cstdint>

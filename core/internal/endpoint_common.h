@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/completion_queue.h"
+#include "core/internal/slot_pool.h"
 #include "core/prov_errno.h"
 #include "core/wire.h"
 #include "transport/status.h"
@@ -138,18 +139,7 @@ inline CqErrEntry ErrorEntry(const CqEntry& e, int err, size_t olen,
   return x;
 }
 
-// A slot of a pool kept as items + free list: a freed one if any, else a new
-// one at the end (so pools only grow as far as the peak needs).
-template <typename Items>
-uint32_t TakeSlot(Items& items, std::vector<uint32_t>& free) {
-  if (!free.empty()) {
-    const uint32_t slot = free.back();
-    free.pop_back();
-    return slot;
-  }
-  items.emplace_back();
-  return static_cast<uint32_t>(items.size() - 1);
-}
+using ::softfab::internal::TakeSlot;
 
 }  // namespace softfab::core
 
