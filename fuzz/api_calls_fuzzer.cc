@@ -53,8 +53,13 @@ void Trace(const char* format, ...) {
 }
 
 constexpr int kNodes = 2;
-constexpr size_t kOpsMax = 200;    // Calls one input makes at most.
-constexpr int kDrainRounds = 400;  // Blocking reads at the end, at most.
+constexpr size_t kOpsMax = 200;  // Calls one input makes at most.
+// The end phase's budget, in simulated time: a send whose peer stopped
+// answering fails within about a second (the connection's attempts, then the
+// RC retry limit), and the sends that wait behind it (a CQ of 4 may be held
+// by three sends to the node itself and one such) end after it. Each round
+// reads with a 1 ms timeout, so the clock moves while nothing happens.
+constexpr uint64_t kDrainNs = 10'000'000'000;
 constexpr size_t kDrainBytes = 70000;
 constexpr uint8_t kCanary = 0xEE;
 // Message lengths around the protocol's edges (inject 256, eager 8192).
@@ -153,7 +158,9 @@ class Program {
                     uint64_t tag, uint64_t data, uint64_t flags);
   void Posted(Op* op, ssize_t rc);
   void Done(Op* op);
-  bool AnyPending(bool sends_only) const;
+  // `trace`: name them (SOFTFAB_FUZZ_TRACE), for a failed check.
+  bool AnyPending(bool sends_only, bool trace = false) const;
+  uint64_t Now() const;  // The simulator's clock.
   void Close();
 
   softfab::fuzz::InputReader& in_;
@@ -466,7 +473,8 @@ void Program::OnEntry(int node, void* context, uint64_t flags, size_t len,
                       size_t olen) {
   Op* op = static_cast<Op*>(context);
   ++entries_;
-  Trace("node %d entry %p flags %llx len %zu err %d olen %zu\n", node, context,
+  Trace("%llu ns: node %d entry %p flags %llx len %zu err %d olen %zu\n",
+        static_cast<unsigned long long>(Now()), node, context,
         static_cast<unsigned long long>(flags), len, err, olen);
   if (op == nullptr) {  // A failed inject.
     FUZZ_CHECK(err != 0 && (flags & SF_SEND) && injects_ > 0);
@@ -517,6 +525,7 @@ void Program::Read(int node, int timeout_ms) {
     if (n == -SF_EAVAIL) {
       sf_cq_err_entry err{};
       FUZZ_CHECK(sf_cq_readerr(nodes_[node].cq, &err, 0) > 0);
+      Trace("node %d error entry: prov_errno %d\n", node, err.prov_errno);
       OnEntry(node, err.op_context, err.flags, err.len, err.buf, err.data,
               err.tag, err.err, err.olen);
       continue;
@@ -565,13 +574,24 @@ void Program::Step() {
   }
 }
 
-bool Program::AnyPending(bool sends_only) const {
+bool Program::AnyPending(bool sends_only, bool trace) const {
+  bool any = false;
   for (const auto& op : ops_) {
     if (op->pending && !op->silent && (!sends_only || op->kind == Op::kSend)) {
-      return true;
+      any = true;
+      if (!trace) break;
+      Trace("pending: node %d %p kind %d id %llu\n", op->node,
+            static_cast<void*>(op.get()), static_cast<int>(op->kind),
+            static_cast<unsigned long long>(op->msg_id));
     }
   }
-  return false;
+  return any;
+}
+
+uint64_t Program::Now() const {
+  uint64_t now = 0;
+  FUZZ_CHECK(sf_sim_now(fabric_, &now) == 0);
+  return now;
 }
 
 void Program::Finish() {
@@ -581,7 +601,8 @@ void Program::Finish() {
   Op* drain[kNodes][2] = {};
   int first[kNodes] = {};  // Which catch-all a node posts first in a round.
   int after = 0;
-  for (int round = 0; round < kDrainRounds && after < 8; ++round) {
+  const uint64_t deadline = Now() + kDrainNs;
+  while (after < 8 && Now() < deadline) {
     // Eight quiet rounds in a row (no send pending, nothing completed, the
     // catch-all receives posted) end it: one drain receive takes one
     // message per round, and cannot be posted while the CQ is held (also by
@@ -602,12 +623,13 @@ void Program::Finish() {
         op->tagged = t;
         op->bufs.emplace_back(kDrainBytes, kCanary);
         void* buf = op->bufs[0].data();
-        Trace("node %d drain recv%d %p\n", node, t, static_cast<void*>(op));
         const ssize_t rc =
             t ? sf_trecv(nodes_[node].ep, buf, kDrainBytes, nullptr,
                          SF_ADDR_UNSPEC, 0, ~uint64_t{0}, op)
               : sf_recv(nodes_[node].ep, buf, kDrainBytes, nullptr,
                         SF_ADDR_UNSPEC, op);
+        Trace("node %d drain recv%d %p: %zd\n", node, t, static_cast<void*>(op),
+              rc);
         Posted(op, rc);
         if (rc == -SF_EAGAIN) {
           // The program's own receives hold the CQ (or every receive slot):
@@ -636,8 +658,9 @@ void Program::Finish() {
       Read(node, 1);
     }
   }
-  FUZZ_CHECK(!AnyPending(true));  // An accepted send never completed.
-  for (int round = 0; round < kDrainRounds && AnyPending(false); ++round) {
+  // An accepted send never completed.
+  FUZZ_CHECK(!AnyPending(true, /*trace=*/true));
+  while (AnyPending(false) && Now() < deadline + kDrainNs) {
     for (int node = 0; node < kNodes; ++node) {
       for (auto& op : ops_) {
         if (op->pending && op->node == node) {
@@ -647,7 +670,8 @@ void Program::Finish() {
       Read(node, 1);
     }
   }
-  FUZZ_CHECK(!AnyPending(false));  // An accepted receive never completed.
+  // An accepted receive never completed.
+  FUZZ_CHECK(!AnyPending(false, /*trace=*/true));
   for (const auto& [id, m] : sent_) {
     if (m.tracked && m.completed_ok && !m.inject_complete && m.len >= 8 &&
         !discarded_ && !unidentified_) {
