@@ -67,20 +67,10 @@ bool CompletionQueue::PushError(const CqErrEntry& entry, bool reserved) {
 }
 
 int CompletionQueue::Read(CqEntry* out, size_t count, uint64_t* src) {
-  Progress();
-  const bool error_pending = error_head_ < errors_.size();
-  const uint64_t first_error = error_pending ? error_seq_[error_head_] : 0;
-  size_t n = 0;
-  while (n < count && count_ > 0) {
-    if (error_pending && ring_seq_[head_] > first_error) break;
-    out[n] = ring_[head_];
-    if (src) src[n] = ring_[head_].src_addr;
-    if (++head_ == ring_.size()) head_ = 0;
-    --count_;
-    ++n;
-  }
-  if (n > 0) return static_cast<int>(n);
-  return error_pending ? -kErrAvail : -EAGAIN;
+  return ReadWith(count, [&](size_t i, const CqEntry& e) {
+    out[i] = e;
+    if (src) src[i] = e.src_addr;
+  });
 }
 
 Status CompletionQueue::ReadError(CqErrEntry* out) {

@@ -93,6 +93,25 @@ class CompletionQueue {
   // completion is an error (read it with ReadError).
   static constexpr int kErrAvail = 259;  // FI_EAVAIL
   int Read(CqEntry* out, size_t count, uint64_t* src = nullptr);
+  // Read's semantics, handing each entry to `take(i, entry)` straight from
+  // the ring (the API writes it in the application's format, with no copy
+  // in between).
+  template <typename Take>
+  int ReadWith(size_t count, Take&& take) {
+    Progress();
+    const bool error_pending = error_head_ < errors_.size();
+    const uint64_t first_error = error_pending ? error_seq_[error_head_] : 0;
+    size_t n = 0;
+    while (n < count && count_ > 0) {
+      if (error_pending && ring_seq_[head_] > first_error) break;
+      take(n, ring_[head_]);
+      if (++head_ == ring_.size()) head_ = 0;
+      --count_;
+      ++n;
+    }
+    if (n > 0) return static_cast<int>(n);
+    return error_pending ? -kErrAvail : -EAGAIN;
+  }
   // Copies the oldest error entry out and removes it; EAGAIN if none.
   Status ReadError(CqErrEntry* out);
 

@@ -56,7 +56,8 @@ void Endpoint::Progress() {
     for (int i = 0; i < n; ++i) {
       const uint64_t kind = KindOf(wc[i].wr_id);
       if (kind == kWrRxBounce) {
-        if (!held_.empty() || ArrivalWaitsForRoom(wc[i])) {
+        if (!held_.empty() ||
+            (rx_->ArrivalsMayNeedRoom() && ArrivalWaitsForRoom(wc[i]))) {
           held_.push_back(wc[i]);
         } else {
           OnBounce(wc[i]);

@@ -51,19 +51,21 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
     return 0;
   }
   if (buf == nullptr) return Fail(EINVAL, "need a buffer for the entries");
-  // Entries are read into the CQ's own scratch space (not a fresh local
-  // array, whose initialisation would cost more than the read).
-  core::CqEntry* entries = cq->scratch.data();
-  uint64_t* srcs = cq->scratch_src.data();
-  const size_t room = std::min(count, cq->scratch.size());
+  // Entries go from the CQ's ring straight into the application's buffer,
+  // in its format.
+  const sf_cq_format format = cq->format;
+  auto take = [format, buf, src](size_t i, const core::CqEntry& e) {
+    CopyOut(e, format, buf, i);
+    if (src) src[i] = e.src_addr;
+  };
   Fabric* fabric = cq->domain->fabric;
-  int n = cq->cq->Read(entries, room, srcs);
+  int n = cq->cq->ReadWith(count, take);
   SyncWaitFds(fabric);
   const bool parks = n == -EAGAIN && fabric->parks_idle_reads;
   if (parks && idle) {
     cq->cq->BeforeSleep();
     if (fabric->backend->NothingToRead()) {
-      n = cq->cq->Read(entries, room, srcs);  // what woke the parked read
+      n = cq->cq->ReadWith(count, take);  // what woke the parked read
       SyncWaitFds(fabric);
     }
   }
@@ -74,10 +76,6 @@ ssize_t ReadCq(sf_cq* pub, void* buf, size_t count, sf_addr_t* src, bool idle) {
       if (Status h = fabric->backend->health(); !h.ok()) return Fail(h);
     }
     return n;
-  }
-  for (int i = 0; i < n; ++i) {
-    CopyOut(entries[i], cq->format, buf, i);
-    if (src) src[i] = srcs[i];
   }
   return n;
 }

@@ -139,8 +139,6 @@ struct Cq : sf_cq {
   std::unique_ptr<core::CompletionQueue> cq;
   sf_cq_format format = SF_CQ_FORMAT_CONTEXT;
   std::vector<Ep*> eps;  // Bound endpoints, in binding order.
-  std::vector<core::CqEntry> scratch = std::vector<core::CqEntry>(64);
-  std::vector<uint64_t> scratch_src = std::vector<uint64_t>(64);
   // SF_WAIT_FD: an epoll fd (`wait_fd`, handed out) watching an eventfd of
   // the CQ's own (`signal_fd`), written while reading the CQ would find work
   // (SyncWaitFds: entries, an entry the core made itself, backend work
