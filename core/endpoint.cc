@@ -19,7 +19,10 @@ namespace tp = ::softfab::transport;
 
 Endpoint::Endpoint(transport::Device* device, transport::ProtectionDomain* pd,
                    const EndpointAttr& attr)
-    : device_(device), pd_(pd), attr_(attr) {}
+    : device_(device),
+      polls_only_read_(device->PollsOnlyRead()),
+      pd_(pd),
+      attr_(attr) {}
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
     transport::Device* device, transport::ProtectionDomain* pd,

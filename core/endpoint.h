@@ -672,6 +672,7 @@ class Endpoint final : public RxClient {
   void OnDgram(const transport::WorkCompletion& wc);
 
   transport::Device* device_;
+  const bool polls_only_read_;  // device_->PollsOnlyRead(), asked once
   transport::ProtectionDomain* pd_;
   EndpointAttr attr_;
   bool enabled_ = false;

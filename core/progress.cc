@@ -73,6 +73,7 @@ void Endpoint::Progress() {
     }
     repost_later_ = false;
     FlushReposts();
+    if (n < want && polls_only_read_) break;  // It was empty.
   }
   while (true) {
     const int n = send_cq_->Poll(kPollBatch, wc);
@@ -100,6 +101,7 @@ void Endpoint::Progress() {
       const int cause = status != 0 && from ? Explain(*from, status) : status;
       OnSendWrDone(wr_id, from, status, cause);
     }
+    if (n < kPollBatch && polls_only_read_) break;
   }
   if (unsignaled_total_ > 0 && KickWanted()) KickUnsignaled();
   // Timers and queued work only concern the peers on the busy list (in the

@@ -252,6 +252,7 @@ class DeviceImpl final : public VerbsDevice {
       int32_t cqe, transport::CompletionChannel* channel) override;
   Status GetAsyncEvent(transport::AsyncEvent* event) override;
   const transport::Clock& clock() const override { return clock_; }
+  bool PollsOnlyRead() const override { return true; }  // ibv_poll_cq
   void ScheduleWakeup(uint64_t) override {}  // the hardware's clock runs.
   uint64_t Random() override;
 
