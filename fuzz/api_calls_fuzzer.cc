@@ -55,10 +55,13 @@ void Trace(const char* format, ...) {
 constexpr int kNodes = 2;
 constexpr size_t kOpsMax = 200;  // Calls one input makes at most.
 // The end phase's budget, in simulated time: a send whose peer stopped
-// answering fails within about a second (the connection's attempts, then the
-// RC retry limit), and the sends that wait behind it (a CQ of 4 may be held
-// by three sends to the node itself and one such) end after it. Each round
-// reads with a 1 ms timeout, so the clock moves while nothing happens.
+// answering fails within about two seconds (the connection's attempts, then
+// the RC retry limit: 1.9 s in FUZZ_LOG's row 18), and the sends that wait
+// behind it (a CQ of 4 may be held by three sends to the node itself and one
+// such) end after it. Each round reads with a 1 ms timeout, so the clock
+// moves while nothing happens; a round that does not move it returns a
+// completion, and there are only so many of those. Draining takes at most
+// kDrainNs, cancelling what is left at most kDrainNs more.
 constexpr uint64_t kDrainNs = 10'000'000'000;
 constexpr size_t kDrainBytes = 70000;
 constexpr uint8_t kCanary = 0xEE;
@@ -631,6 +634,9 @@ void Program::Finish() {
         Trace("node %d drain recv%d %p: %zd\n", node, t, static_cast<void*>(op),
               rc);
         Posted(op, rc);
+        // A refused catch-all is tried anew next round: its buffer goes now,
+        // or thousands of rounds of a held CQ would keep one each.
+        if (rc != 0) std::vector<std::vector<uint8_t>>().swap(op->bufs);
         if (rc == -SF_EAGAIN) {
           // The program's own receives hold the CQ (or every receive slot):
           // cancel the oldest, as an application would, to make room.

@@ -600,10 +600,13 @@ class Device {
   virtual std::optional<bool> AsyncEventPending() const { return std::nullopt; }
   // The clock that timestamps this device's events.
   virtual const Clock& clock() const = 0;
-  // A poll only reads the CQ (a device): one that returned fewer entries
-  // than asked found it empty, and progress need not poll again at once.
-  // False where an empty poll does work of its own (the simulator runs its
-  // events there, so progress polls until a CQ comes back empty).
+  // True promises that a poll only reads the CQ (a real device:
+  // ibv_poll_cq), so one that returned fewer entries than asked found it
+  // empty at that moment, and progress need not poll again at once. False
+  // where an empty poll does work of its own: the simulator runs its events
+  // there (and its time hold counts the polls), so progress polls until a CQ
+  // comes back empty; the shared simulator's client gains nothing either (a
+  // second poll after a short one reads a byte, it asks the daemon nothing).
   virtual bool PollsOnlyRead() const { return false; }
   // Asks to regain control at clock time `t_ns` even if nothing else happens
   // by then, for protocol timers (a connection request to retry). The
