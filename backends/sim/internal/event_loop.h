@@ -35,7 +35,9 @@ class EventLoop final : public transport::Clock {
 
   // Schedules `ev` at t_ns. An event in the past runs at once, in order, and
   // leaves the clock where it is.
-  void Schedule(uint64_t t_ns, const Ev& ev) { queue_.Push(t_ns, ev); }
+  void Schedule(uint64_t t_ns, const Ev& ev) {
+    queue_.Push(t_ns, ev, StreamOf(ev.kind));
+  }
   // Takes the earliest event (the queue must not be empty) and moves the
   // clock to its time.
   Entry Take() {
@@ -54,6 +56,25 @@ class EventLoop final : public transport::Clock {
   }
 
  private:
+  // The queue's stream for an event: packets on the wire (one latency per
+  // link, mostly one for all), ACK timers (now plus the QP's timeout) and RNR
+  // timers are each nearly monotone in time; the rest are few.
+  static int StreamOf(EvKind kind) {
+    switch (kind) {
+      case EvKind::kPacket:
+        return 0;
+      case EvKind::kAckTimer:
+        return 1;
+      case EvKind::kRnrTimer:
+        return 2;
+      case EvKind::kUdSendDone:
+        return 3;
+      default:
+        return EventQueue<Ev>::kNoStream;
+    }
+  }
+  static_assert(EventQueue<Ev>::kStreams == 4);
+
   uint64_t now_ns_ = 0;
   EventQueue<Ev> queue_;
 };

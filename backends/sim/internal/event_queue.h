@@ -1,5 +1,6 @@
 // The simulator's single event queue, ordered by (time_ns, sequence): FIFO
-// lanes for monotone streams plus a binary min-heap for the rest. The sequence
+// lanes for monotone streams (some named by the caller, some found by a
+// best-fit search) plus a binary min-heap for the rest. The sequence
 // counter belongs to the queue (one per fabric), so events scheduled for the
 // same instant run in the order they were scheduled, and two fabrics in one
 // process never influence each other.
@@ -33,29 +34,41 @@ class EventQueue {
   // The sequence number the next Push will use (= number of pushes so far).
   uint64_t next_seq() const { return next_seq_; }
 
+  // Streams: a caller that knows a push belongs to a monotone stream (one
+  // per link latency, one for timers) names it, 0 <= stream < kStreams; such a
+  // push costs one comparison when it fits the stream's own lane. kNoStream,
+  // or a push that does not fit its lane, goes to the best-fit search of the
+  // shared lanes, then the heap. The stream changes where a key waits, never
+  // the order it is taken in.
+  static constexpr int kStreams = 4;
+  static constexpr int kNoStream = -1;
+
   // Schedules `payload` at `time_ns`; returns its sequence number. O(1) for the
   // common case of a stream of non-decreasing times, O(log n) otherwise; no
-  // allocation once the storage has grown to the working-set size (payload
-  // slots and lanes are recycled).
-  uint64_t Push(uint64_t time_ns, const Payload& payload) {
+  // allocation once the storage has grown to the working-set size (lanes and
+  // the heap keep their capacity).
+  uint64_t Push(uint64_t time_ns, const Payload& payload,
+                int stream = kNoStream) {
+    assert(stream >= kNoStream && stream < kStreams);
     const uint64_t seq = next_seq_++;
-    uint32_t slot;
-    if (!free_.empty()) {
-      slot = free_.back();
-      free_.pop_back();
-      payloads_[slot] = payload;
-    } else {
-      slot = static_cast<uint32_t>(payloads_.size());
-      payloads_.push_back(payload);
-    }
-    const Key key{time_ns, seq, slot};
+    const Key key{time_ns, seq, payload};
     min_src_ = kMinUnknown;
-    // Best fit: the non-empty lane with the latest tail not after `key` (its
-    // seq is larger than every queued seq, so comparing times suffices); else
-    // an empty lane; else (no fit, or the fit is full) the heap.
+    if (++size_ > size_max_) size_max_ = size_;
+    if (stream >= 0) {
+      Lane& own = lanes_[stream];
+      if (own.count == 0 || (own.tail_time_ns <= time_ns && !own.full())) {
+        used_ |= 1u << stream;
+        own.Push(key);
+        return seq;
+      }
+    }
+    // Best fit among the shared lanes: the non-empty lane with the latest
+    // tail not after `key` (its seq is larger than every queued seq, so
+    // comparing times suffices); else an empty one; else (no fit, or the fit
+    // is full) the heap.
     int best = -1;
     uint64_t best_time = 0;
-    for (uint32_t m = used_; m != 0; m &= m - 1) {
+    for (uint32_t m = used_ & kSharedLanes; m != 0; m &= m - 1) {
       const int i = std::countr_zero(m);
       const Lane& l = lanes_[i];
       const uint64_t tail = l.tail_time_ns;
@@ -64,8 +77,8 @@ class EventQueue {
         best_time = tail;
       }
     }
-    if (best < 0 && used_ != kAllLanes) {
-      best = std::countr_one(used_);  // the first empty lane
+    if (best < 0 && (used_ & kSharedLanes) != kSharedLanes) {
+      best = std::countr_one(used_ | ~kSharedLanes);  // the first empty one
       used_ |= 1u << best;
     }
     if (best >= 0) {
@@ -74,7 +87,6 @@ class EventQueue {
       heap_.push_back(key);
       SiftUp(heap_.size() - 1);
     }
-    if (++size_ > size_max_) size_max_ = size_;
     return seq;
   }
 
@@ -90,8 +102,8 @@ class EventQueue {
   const Payload& TopPayload() const {
     assert(size_ > 0);
     if (min_src_ == kMinUnknown) min_src_ = MinSource();
-    return payloads_[min_src_ < 0 ? heap_.front().slot
-                                  : lanes_[min_src_].front().slot];
+    return min_src_ < 0 ? heap_.front().payload
+                        : lanes_[min_src_].front().payload;
   }
 
   // Removes and returns the earliest entry; the queue must not be empty.
@@ -110,26 +122,22 @@ class EventQueue {
       if (lanes_[src].count == 0) used_ &= ~(1u << src);
     }
     --size_;
-    free_.push_back(top.slot);
-    return Entry{top.time_ns, top.seq, payloads_[top.slot]};
+    return top;
   }
 
  private:
-  // Keys are small; payloads stay put in recycled slots. Monotone streams of
-  // keys (one per link latency, one for timers) go into FIFO lanes; the rest
-  // into a binary heap. The earliest key is the least of the lane heads and the
-  // heap top, so the order is exactly (time, seq) whatever the split.
-  struct Key {
-    uint64_t time_ns;
-    uint64_t seq;
-    uint32_t slot;
-  };
+  // A key is the whole entry, payload included (an event is 48 bytes): read
+  // where it waits, with no slot to look up or recycle. Monotone streams of
+  // keys go into FIFO lanes; the rest into a binary heap. The earliest key is
+  // the least of the lane heads and the heap top, so the order is exactly
+  // (time, seq) whatever the split.
+  using Key = Entry;
   // A FIFO ring. Its capacity (a power of two) starts at kLaneInitial (all
-  // lanes are allocated with the queue, ~200 KB per fabric) and doubles only
+  // lanes are allocated with the queue, 160 KB per fabric) and doubles only
   // when full, up to kLaneMax (then keys go to the heap), so storage is bounded
   // by the most keys a lane ever held at once and a steady run does not grow
   // it.
-  static constexpr size_t kLaneInitial = 1024;
+  static constexpr size_t kLaneInitial = 256;
   static constexpr size_t kLaneMax = size_t{1} << 16;
   struct Lane {
     std::vector<Key> ring = std::vector<Key>(kLaneInitial);
@@ -141,18 +149,18 @@ class EventQueue {
     bool full() const { return count == kLaneMax; }
     const Key& front() const { return ring[head]; }
     void Push(const Key& k) {
-      if (count == ring.size()) {
-        std::vector<Key> bigger(2 * ring.size());
-        for (size_t i = 0; i < count; ++i) {
-          bigger[i] = ring[(head + i) & mask];
-        }
-        ring.swap(bigger);
-        mask = ring.size() - 1;
-        head = 0;
-      }
+      if (count == ring.size()) [[unlikely]]
+        Grow();
       ring[(head + count) & mask] = k;
       ++count;
       tail_time_ns = k.time_ns;
+    }
+    [[gnu::noinline]] void Grow() {
+      std::vector<Key> bigger(2 * ring.size());
+      for (size_t i = 0; i < count; ++i) bigger[i] = ring[(head + i) & mask];
+      ring.swap(bigger);
+      mask = ring.size() - 1;
+      head = 0;
     }
     Key Pop() {
       const Key k = ring[head];
@@ -161,8 +169,11 @@ class EventQueue {
       return k;
     }
   };
-  static constexpr int kLanes = 8;
-  static constexpr uint32_t kAllLanes = (1u << kLanes) - 1;
+  // Lanes 0 .. kStreams-1 belong to the streams; the rest are shared.
+  static constexpr int kLanes = 10;
+  static_assert(kStreams < kLanes && kLanes <= 32);
+  static constexpr uint32_t kSharedLanes =
+      ((1u << kLanes) - 1) & ~((1u << kStreams) - 1);
 
   static bool Less(const Key& a, const Key& b) {
     return a.time_ns < b.time_ns || (a.time_ns == b.time_ns && a.seq < b.seq);
@@ -214,8 +225,6 @@ class EventQueue {
   static constexpr int kMinUnknown = -2;
   mutable int min_src_ = kMinUnknown;
   std::vector<Key> heap_;
-  std::vector<Payload> payloads_;
-  std::vector<uint32_t> free_;
   size_t size_ = 0;
   uint64_t next_seq_ = 0;
   size_t size_max_ = 0;

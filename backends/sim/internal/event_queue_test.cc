@@ -64,6 +64,69 @@ TEST(EventQueueTest, MatchesASortedReferenceUnderRandomLoad) {
   EXPECT_GT(popped, 5000u);
 }
 
+TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
+  // The same pushes, once with streams named (some streams not monotone, so
+  // that their pushes fall back to the shared lanes and the heap) and once
+  // without: every pop is the least (time, seq) present, and both queues give
+  // the same sequence.
+  using Q = EventQueue<Payload>;
+  Q named, plain;
+  std::set<std::pair<uint64_t, uint64_t>> ref;
+  Rng r(11);
+  uint64_t now = 0;
+  size_t popped = 0;
+  for (int round = 0; round < 50000; ++round) {
+    const uint64_t kind = r.Below(6);
+    if (kind != 0 || named.empty()) {
+      int stream = Q::kNoStream;
+      uint64_t t;
+      switch (kind) {
+        case 1:  // monotone: a fixed latency
+          stream = 0;
+          t = now + 1000;
+          break;
+        case 2:  // monotone: a timeout
+          stream = 1;
+          t = now + 70000;
+          break;
+        case 3:  // named, but jittered: often out of order in its lane
+          stream = 2;
+          t = now + 500 + r.Below(3000);
+          break;
+        case 4:  // named, at once
+          stream = 3;
+          t = now;
+          break;
+        default:  // scattered, unnamed
+          t = now + r.Below(20000);
+      }
+      const uint32_t id = static_cast<uint32_t>(round);
+      const uint64_t seq = named.Push(t, {id}, stream);
+      ASSERT_EQ(plain.Push(t, {id}), seq);
+      ref.insert({t, seq});
+    } else {
+      ASSERT_EQ(named.TopTime(), ref.begin()->first);
+      const auto e = named.Pop();
+      const auto p = plain.Pop();
+      ASSERT_EQ(std::make_pair(e.time_ns, e.seq), *ref.begin());
+      ASSERT_EQ(std::make_pair(p.time_ns, p.seq), *ref.begin());
+      ASSERT_EQ(e.payload.id, p.payload.id);
+      ref.erase(ref.begin());
+      now = e.time_ns;
+      ++popped;
+    }
+    ASSERT_EQ(named.size(), ref.size());
+  }
+  while (!named.empty()) {
+    const auto e = named.Pop();
+    ASSERT_EQ(std::make_pair(e.time_ns, e.seq), *ref.begin());
+    ASSERT_EQ(plain.Pop().payload.id, e.payload.id);
+    ref.erase(ref.begin());
+  }
+  EXPECT_TRUE(plain.empty());
+  EXPECT_GT(popped, 5000u);
+}
+
 TEST(EventQueueTest, CountersArePerInstance) {
   EventQueue<Payload> a, b;
   a.Push(1, {1});
