@@ -3,7 +3,7 @@
 
 One invocation measures, on the same machine and one after the other:
 
-  softfab    `bazel run -c opt //bench:fabric_benchmark -- --benchmark_format=json
+  softfab    `bazel run --config=release //bench:fabric_benchmark -- --benchmark_format=json
              --benchmark_filter=...` (Google Benchmark JSON on stdout), or a saved JSON
              given with --softfab-json.
                BM_TaggedMessageRate/8  items_per_second = 8-byte tagged messages per second

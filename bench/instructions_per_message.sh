@@ -9,6 +9,10 @@
 #        callgrind)
 # Needs valgrind (apt-get install valgrind).
 #
+# It measures the production build, --config=release (-O3 and link-time
+# optimization, .bazelrc); SOFTFAB_BENCH_BUILD="-c opt" measures the plain
+# optimized build instead.
+#
 # Besides the whole path it prints where the instructions are, by source file
 # (callgrind's self cost per file; bench/callgrind_by_file.py states the rule):
 # softfab's own (api/ + core/, both sides of the exchange), the simulated HCA
@@ -16,8 +20,9 @@
 # binary is built with -g for the attribution; GCC's -g changes no code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bazel build -c opt --copt=-g //bench:fixed_count >&2
-bin=$(bazel info -c opt --copt=-g bazel-bin 2>/dev/null)/bench/fixed_count
+read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
+bazel build "${build[@]}" --copt=-g //bench:fixed_count >&2
+bin=$(bazel info "${build[@]}" --copt=-g bazel-bin 2>/dev/null)/bench/fixed_count
 profile() {  # profile N MODE [SIZE KIND EP] -> "part count" lines
   local out
   out=$(mktemp)

@@ -14,7 +14,8 @@
 # rest). The VM emulates its CPUs, so these counts weigh in its round trips'
 # times (README "The data path").
 #   bash bench/instructions_per_round_trip_vm.sh [KEEP_DIR]
-# Builds -c opt with -g (for the split; GCC's -g changes no code) and boots the
+# Builds --config=release (or SOFTFAB_BENCH_BUILD, say "-c opt") with -g (for
+# the split; GCC's -g changes no code) and boots the
 # VM; needs valgrind on the host (the VM runs the host's binaries). KEEP_DIR:
 # where the callgrind profiles and the programs' output are kept (else they
 # go). A count needs both runs to succeed (softfab_pingpong: every byte
@@ -26,9 +27,10 @@ if [ "${SOFTFAB_IN_VM:-0}" != 1 ]; then
     echo "instructions_per_round_trip_vm: needs valgrind" >&2
     exit 1
   }
-  bazel build -c opt --copt=-g //examples:softfab_pingpong \
+  read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
+  bazel build "${build[@]}" --copt=-g //examples:softfab_pingpong \
     //api/libfabric:libsoftfab-fi.so >&2
-  bin=$(bazel info -c opt --copt=-g bazel-bin 2>/dev/null)
+  bin=$(bazel info "${build[@]}" --copt=-g bazel-bin 2>/dev/null)
   if [ -n "${1:-}" ]; then
     out=$1
     mkdir -p "$out"

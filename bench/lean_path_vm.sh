@@ -8,14 +8,17 @@
 # round, interleaved; prints every figure, then per measurement the median
 # and the spread, and the ratios of medians the issue's targets name.
 #   bash bench/lean_path_vm.sh [OTHER_BAZEL_BIN]
-# Builds -c opt and boots the VM. OTHER_BAZEL_BIN: another build's bazel-bin
+# Builds --config=release (or SOFTFAB_BENCH_BUILD, say "-c opt") and boots
+# the VM. OTHER_BAZEL_BIN: another build's bazel-bin
 # (an older commit's, say), whose softfab_pingpong is measured in the same
 # rounds ("base" rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${SOFTFAB_IN_VM:-0}" != 1 ]; then
-  bazel build -c opt //examples:softfab_pingpong //api/libfabric:libsoftfab-fi.so >&2
-  bin=$(bazel info -c opt bazel-bin 2>/dev/null)
+  read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
+  bazel build "${build[@]}" //examples:softfab_pingpong \
+    //api/libfabric:libsoftfab-fi.so >&2
+  bin=$(bazel info "${build[@]}" bazel-bin 2>/dev/null)
   exec bash tools/rxe-vm/run.sh --timeout 1700 --env "SOFTFAB_BIN=$bin" \
     --env "OTHER_BIN=${1:-}" --env "RUNS=${RUNS:-3}" -- bash bench/lean_path_vm.sh
 fi

@@ -5,11 +5,14 @@
 # the 100-seed study. Run before and after a change; the lines must be identical.
 #   bash tools/fingerprint.sh > before.txt   # ... change ...
 #   bash tools/fingerprint.sh | diff before.txt -
+# SOFTFAB_BENCH_BUILD: the build's flags (default "-c opt"; say
+# "--config=release" for the production build: the lines must not change).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bazel build -c opt //backends/sim:sim_digest //tests:fault_test \
+read -r -a build <<<"${SOFTFAB_BENCH_BUILD:--c opt}"
+bazel build "${build[@]}" //backends/sim:sim_digest //tests:fault_test \
   //examples:fault_study >&2
-bin=$(bazel info -c opt bazel-bin 2>/dev/null)
+bin=$(bazel info "${build[@]}" bazel-bin 2>/dev/null)
 "$bin/backends/sim/sim_digest"
 xml=$(mktemp)
 "$bin/tests/fault_test" --gtest_output="xml:$xml" >/dev/null

@@ -104,18 +104,22 @@ if [ "${SOFTFAB_SKIP_SOAK:-0}" != 1 ] && [ "$targets" = "//..." ]; then
     "$results/soak" //tests:soak_test
 fi
 
-# The same scenario must give the same digest in -c opt and -c dbg builds.
+# The same scenario must give the same digest in -c opt, --config=release (-O3 and
+# link-time optimization) and -c dbg builds.
 if [ "$targets" = "//..." ] && bazel query //backends/sim:sim_digest >/dev/null 2>&1; then
-  echo "== simulator digest, -c opt against -c dbg"
-  opt=$(bazel run -c opt //backends/sim:sim_digest 2>/dev/null | grep '^digest ')
+  echo "== simulator digest, -c opt and --config=release against -c dbg"
   dbg=$(bazel run -c dbg //backends/sim:sim_digest 2>/dev/null | grep '^digest ')
-  echo "opt: ${opt:-<none>}"
   echo "dbg: ${dbg:-<none>}"
-  if [ -n "$opt" ] && [ "$opt" = "$dbg" ]; then
-    python3 tools/count_tests.py record "$results/digest" "sim_digest_opt_equals_dbg" pass
-  else
-    python3 tools/count_tests.py record "$results/digest" "sim_digest_opt_equals_dbg" fail
-  fi
+  for build in opt release; do
+    if [ "$build" = opt ]; then flags=(-c opt); else flags=(--config=release); fi
+    got=$(bazel run "${flags[@]}" //backends/sim:sim_digest 2>/dev/null | grep '^digest ')
+    echo "$build: ${got:-<none>}"
+    if [ -n "$got" ] && [ "$got" = "$dbg" ]; then
+      python3 tools/count_tests.py record "$results/digest" "sim_digest_${build}_equals_dbg" pass
+    else
+      python3 tools/count_tests.py record "$results/digest" "sim_digest_${build}_equals_dbg" fail
+    fi
+  done
 fi
 
 # The main job's determinism: 1,000 seeds of the shipped lossy-link study, each run twice in

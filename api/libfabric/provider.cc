@@ -6,6 +6,8 @@
 #include <rdma/fabric.h>
 #include <rdma/providers/fi_prov.h>
 
+#include <cstring>
+
 #include "api/libfabric/internal/provider_objects.h"
 
 namespace softfab::libfabric {
@@ -45,7 +47,12 @@ extern "C" FI_EXT_INI {
     bool disable_layering;
   };
   static_assert(sizeof(LayeringFlags) <= sizeof(provider.context));
-  reinterpret_cast<LayeringFlags*>(&provider.context)->disable_layering = true;
+  // Through a copy: the field is declared a pointer (no aliasing through a
+  // cast, which the optimizer may assume does not happen).
+  LayeringFlags flags;
+  std::memcpy(&flags, &provider.context, sizeof flags);
+  flags.disable_layering = true;
+  std::memcpy(&provider.context, &flags, sizeof flags);
   // The parameters: name (FI_SOFTFAB_<NAME>), type, help for `fi_info -e`.
   static const struct {
     const char* name;

@@ -551,7 +551,7 @@ class RemoteDevice final : public tp::Device {
     // says so) the kernel's.
     if (c_->Call(Op::kRandom, req, nullptr, &r).ok()) return r.a;
     uint64_t v = 0;
-    (void)getrandom(&v, sizeof v, 0);
+    if (getrandom(&v, sizeof v, 0) != static_cast<ssize_t>(sizeof v)) v = 0;
     return v;
   }
   void ScheduleWakeup(uint64_t t_ns) override {

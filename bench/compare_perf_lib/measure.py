@@ -56,8 +56,9 @@ def measure_softfab(args, repo_root):
         if not bazel:
             res["errors"]["run"] = "bazel not found (%s)" % args.bazel
             return res, False
-        cmd = [bazel, "run", "-c", "opt", SOFTFAB_TARGET, "--"] + flags
-        res["source"] = "bazel run -c opt %s" % SOFTFAB_TARGET
+        # The production build (.bazelrc: -O3, link-time optimization).
+        cmd = [bazel, "run", "--config=release", SOFTFAB_TARGET, "--"] + flags
+        res["source"] = "bazel run --config=release %s" % SOFTFAB_TARGET
     res["cmd"] = cmd
     print("softfab: running %s ..." % " ".join(cmd), file=sys.stderr, flush=True)
     sp = Spawned(cmd, cwd=repo_root)
