@@ -17,12 +17,13 @@
 # (callgrind's self cost per file; bench/callgrind_by_file.py states the rule):
 # softfab's own (api/ + core/, both sides of the exchange), the simulated HCA
 # (backends/sim/), the libraries (libc, libstdc++) and the driving program. The
-# binary is built with -g for the attribution; GCC's -g changes no code.
+# binary is built with -g for the attribution (also at link, where link-time
+# optimization generates the code); GCC's -g changes no code.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
-bazel build "${build[@]}" --copt=-g //bench:fixed_count >&2
-bin=$(bazel info "${build[@]}" --copt=-g bazel-bin 2>/dev/null)/bench/fixed_count
+bazel build "${build[@]}" --copt=-g --linkopt=-g //bench:fixed_count >&2
+bin=$(bazel info "${build[@]}" --copt=-g --linkopt=-g bazel-bin 2>/dev/null)/bench/fixed_count
 profile() {  # profile N MODE [SIZE KIND EP] -> "part count" lines
   local out
   out=$(mktemp)

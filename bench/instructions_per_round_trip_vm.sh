@@ -14,9 +14,9 @@
 # rest). The VM emulates its CPUs, so these counts weigh in its round trips'
 # times (README "The data path").
 #   bash bench/instructions_per_round_trip_vm.sh [KEEP_DIR]
-# Builds --config=release (or SOFTFAB_BENCH_BUILD, say "-c opt") with -g (for
-# the split; GCC's -g changes no code) and boots the
-# VM; needs valgrind on the host (the VM runs the host's binaries). KEEP_DIR:
+# Builds --config=release (or SOFTFAB_BENCH_BUILD, say "-c opt") with -g, also
+# at link (for the split; GCC's -g changes no code), and boots the VM; needs
+# valgrind on the host (the VM runs the host's binaries). KEEP_DIR:
 # where the callgrind profiles and the programs' output are kept (else they
 # go). A count needs both runs to succeed (softfab_pingpong: every byte
 # arrived); the anchors' counts include the polls they make while waiting.
@@ -28,9 +28,9 @@ if [ "${SOFTFAB_IN_VM:-0}" != 1 ]; then
     exit 1
   }
   read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
-  bazel build "${build[@]}" --copt=-g //examples:softfab_pingpong \
+  bazel build "${build[@]}" --copt=-g --linkopt=-g //examples:softfab_pingpong \
     //api/libfabric:libsoftfab-fi.so >&2
-  bin=$(bazel info "${build[@]}" --copt=-g bazel-bin 2>/dev/null)
+  bin=$(bazel info "${build[@]}" --copt=-g --linkopt=-g bazel-bin 2>/dev/null)
   if [ -n "${1:-}" ]; then
     out=$1
     mkdir -p "$out"

@@ -13,7 +13,8 @@
 # extension (api/sim/sim_api.h) names backend types and is for in-tree code only.
 # --check then builds tests/install/sim_message.c against the installed files with
 # pkg-config and runs it on the simulator, and lists the provider with fi_info.
-# SOFTFAB_INSTALL_BAZEL_FLAGS (default "-c opt") are passed to bazel build.
+# SOFTFAB_INSTALL_BAZEL_FLAGS (default "--config=release": -O3 and link-time
+# optimization, .bazelrc) are passed to bazel build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,7 +36,7 @@ prefix=$(cd "$prefix" && pwd)
 libdir=$prefix/lib
 provider_dir=${provider_dir:-$libdir/libfabric}
 
-read -r -a flags <<<"${SOFTFAB_INSTALL_BAZEL_FLAGS:--c opt}"
+read -r -a flags <<<"${SOFTFAB_INSTALL_BAZEL_FLAGS:---config=release}"
 bazel build "${flags[@]}" //api/shared:libsoftfab.so //api/libfabric:libsoftfab-fi.so
 bin=$(bazel info "${flags[@]}" bazel-bin 2>/dev/null)
 

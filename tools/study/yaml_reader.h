@@ -149,8 +149,10 @@ class Reader {
       for (const char* k : known) ok = ok || key == k;
       if (!ok) {
         std::string list;
-        for (const char* k : known)
-          list += (list.empty() ? "" : ", ") + std::string(k);
+        for (const char* k : known) {
+          if (!list.empty()) list += ", ";
+          list += k;
+        }
         return Fail(kv.first.Mark(), Join(field, key),
                     "one of the known fields (" + list + ")",
                     "an unknown field");
@@ -266,7 +268,8 @@ class Reader {
             std::initializer_list<const char*> names, int* out) {
     std::string list;
     for (const char* k : names) {
-      list += (list.empty() ? "" : "|") + std::string(k);
+      if (!list.empty()) list += '|';
+      list += k;
     }
     if (n.IsScalar()) {
       int i = 0;
