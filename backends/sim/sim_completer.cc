@@ -105,7 +105,7 @@ void QpImpl::OnResponse(const Ev& ev) {
       }
       comp_.rnr_wait = true;
       DisarmTimer();
-      f->ScheduleQpTimer(EvKind::kRnrTimer, dev_->node_, qp_num(),
+      f->ScheduleQpTimer(EvKind::kRnrTimer, dev_->node_, qp_num(), incarnation_,
                          f->now() + kRnrTimerNs[ev.aux & 31], ev.psn);
       return;
     }
@@ -129,15 +129,20 @@ void QpImpl::OnResponse(const Ev& ev) {
 // The timers' events: traced, then handed to the QP if it still exists (it
 // may have been destroyed since it armed the timer). One function per kind,
 // so that each is a short tail call.
+QpImpl* FabricImpl::TimerQp(int32_t node, uint32_t qpn, uint32_t incarnation) {
+  QpImpl* qp = dev(node)->QpByNum(qpn);
+  return qp != nullptr && qp->incarnation_ == incarnation ? qp : nullptr;
+}
+
 void FabricImpl::OnAckTimer(const Ev& ev) {
   recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
-  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+  QpImpl* qp = TimerQp(ev.dst_node, ev.dst_qpn, ev.aux);
   if (qp != nullptr) qp->OnAckTimer();
 }
 
 void FabricImpl::OnRnrTimer(const Ev& ev) {
   recorder_.Record(TraceKind::kRnrTimer, ev, 0, now());
-  QpImpl* qp = dev(ev.dst_node)->QpByNum(ev.dst_qpn);
+  QpImpl* qp = TimerQp(ev.dst_node, ev.dst_qpn, ev.aux);
   if (qp != nullptr) qp->OnRnrTimer(ev.psn);
 }
 
@@ -150,7 +155,7 @@ void QpImpl::OnAckTimer() {
     return;
   if (f->now() < comp_.timer_deadline_ns) {
     comp_.timer_pending = true;
-    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
+    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(), incarnation_,
                        comp_.timer_deadline_ns, 0);
     return;
   }
@@ -256,7 +261,7 @@ void QpImpl::ArmTimer() {
   comp_.timer_deadline_ns = f->now() + to;
   if (!comp_.timer_pending) {
     comp_.timer_pending = true;
-    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(),
+    f->ScheduleQpTimer(EvKind::kAckTimer, dev_->node_, qp_num(), incarnation_,
                        comp_.timer_deadline_ns, 0);
   } else {
     f->SettleTimers();  // its queued event may be at the front, now early
@@ -273,7 +278,7 @@ void FabricImpl::SettleTimersAtFront() {
     const Ev& top = loop_.TopPayload();
     if (top.kind != EvKind::kAckTimer) return;
     const uint64_t t = loop_.TopTime();
-    QpImpl* qp = dev(top.dst_node)->QpByNum(top.dst_qpn);
+    QpImpl* qp = TimerQp(top.dst_node, top.dst_qpn, top.aux);
     if (qp != nullptr && qp->AckTimerDueAt(t)) return;  // it runs
     const Ev ev = loop_.Discard().payload;
     if (qp == nullptr) continue;  // destroyed

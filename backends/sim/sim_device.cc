@@ -26,7 +26,8 @@ Status DeviceImpl::QueryDevice(DeviceAttr* attr) const {
   attr->max_mr_size = 1ull << 40;
   attr->vendor_id = 0x5f5f;
   attr->vendor_part_id = 1;
-  attr->max_qp = static_cast<int32_t>(kPsnMask - kQpnBase);
+  attr->max_qp = static_cast<int32_t>(
+      c.qp_number_cycle != 0 ? c.qp_number_cycle : kPsnMask - kQpnBase);
   attr->max_qp_wr = c.max_qp_wr;
   attr->max_sge = c.max_sge;
   attr->max_cq = 1 << 20;

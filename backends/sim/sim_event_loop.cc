@@ -48,7 +48,7 @@ void FabricImpl::Dispatch(const Ev& ev) {
       OnRnrTimer(ev);
       return;
     case EvKind::kUdSendDone: {
-      QpImpl* qp = dev(ev.src_node)->QpByNum(ev.src_qpn);
+      QpImpl* qp = TimerQp(ev.src_node, ev.src_qpn, ev.aux);
       if (qp == nullptr) return;
       SendWqe* w = qp->sq_.Find(ev.wqe_seq);
       if (w == nullptr) return;

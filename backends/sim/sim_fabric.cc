@@ -91,6 +91,9 @@ Status ValidateSimConfig(const SimConfig& c) {
       return InvalidArgument("fault names no node");
     }
   }
+  if (c.qp_number_cycle > internal::kPsnMask - internal::kQpnBase) {
+    return InvalidArgument("qp_number_cycle larger than the QP numbers");
+  }
   for (const TimedFault& f : c.faults.timed_faults) {
     if (bad_node(f.node) || (f.peer_node >= 0 && bad_node(f.peer_node))) {
       return InvalidArgument("timed fault names no node");

@@ -177,6 +177,14 @@ struct SimConfig {
   // and the wakeups nodes ask for wait, so that requests arriving between two
   // advances in any order leave the same fabric.
   bool shared_by_processes = false;
+  // How a device numbers its QPs. 0: it never gives a number again (each QP
+  // takes the next). N > 0: the numbers cycle through N values, a new QP
+  // taking the first free one after the last given, as rxe's pool does
+  // (xa_alloc_cyclic) over its 128 K numbers: a destroyed QP's number comes
+  // back once the others have been given, and a packet still on its way to
+  // the old QP reaches the new one. A small N brings that reuse into a short
+  // test. Creating a QP while all N numbers are in use fails (ENOMEM).
+  uint32_t qp_number_cycle = 0;
   SimObserver* observer = nullptr;
 };
 

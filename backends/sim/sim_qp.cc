@@ -374,20 +374,51 @@ StatusOr<QueuePair*> PdImpl::CreateQp(const QpInitAttr& attr) {
                          cap.max_recv_sge > static_cast<uint32_t>(c.max_sge))) {
     return InvalidArgument("receive queue capabilities out of range");
   }
-  const uint32_t index = static_cast<uint32_t>(dev_->qps_.size());
-  if (index + kQpnBase > kPsnMask) return NoMemory("QP numbers exhausted");
+  auto index_or = dev_->FreeQpIndex();
+  if (!index_or.ok()) return index_or.status();
+  const uint32_t index = *index_or;
   QpInitAttr init = attr;
   if (srq != nullptr) {
     init.cap.max_recv_wr = 0;
     init.cap.max_recv_sge = 0;
   }
-  dev_->qps_.push_back(std::make_unique<QpImpl>(
-      dev_, this, index, init, cap.max_send_sge, cap.max_inline_data));
+  auto& slot = dev_->qps_[index];
+  slot = std::make_unique<QpImpl>(dev_, this, index, init, cap.max_send_sge,
+                                  cap.max_inline_data);
+  slot->incarnation_ = dev_->qps_created_++;
+  if (dev_->fabric_->config().qp_number_cycle != 0) {
+    // Where numbers are given again, a QP's WQE sequence numbers start where
+    // no earlier QP's can be: a packet of a destroyed QP that arrives after
+    // its number was given again (the responder reads the payload through
+    // the requester's WQE) finds no WQE, as if the QP were gone.
+    const uint64_t base = uint64_t{slot->incarnation_} << 32;
+    slot->sq_.head = slot->sq_.assigned = slot->sq_.tail = base;
+    slot->req_.tx_wqe = base;
+  }
   ++refs_;
   ++scq->refs_;
   ++rcq->refs_;
   if (srq != nullptr) ++srq->refs_;
-  return static_cast<QueuePair*>(dev_->qps_.back().get());
+  return static_cast<QueuePair*>(slot.get());
+}
+
+StatusOr<uint32_t> DeviceImpl::FreeQpIndex() {
+  const uint32_t cycle = fabric_->config().qp_number_cycle;
+  if (cycle == 0) {
+    const uint32_t index = static_cast<uint32_t>(qps_.size());
+    if (index + kQpnBase > kPsnMask) return NoMemory("QP numbers exhausted");
+    qps_.emplace_back();
+    return index;
+  }
+  if (qps_.size() < cycle) qps_.resize(cycle);
+  for (uint32_t k = 0; k < cycle; ++k) {
+    const uint32_t index = (next_qp_index_ + k) % cycle;
+    if (qps_[index] == nullptr) {
+      next_qp_index_ = (index + 1) % cycle;
+      return index;
+    }
+  }
+  return NoMemory("every QP number of the cycle is in use");
 }
 
 }  // namespace softfab::sim::internal

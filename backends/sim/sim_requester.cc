@@ -195,6 +195,7 @@ void QpImpl::ScheduleUdSendDone(uint64_t seq, uint64_t t_ns) {
   done.kind = EvKind::kUdSendDone;
   done.src_node = dev_->node_;
   done.src_qpn = qp_num();
+  done.aux = incarnation_;
   done.wqe_seq = seq;
   dev_->fabric_->Schedule(t_ns, done);
 }

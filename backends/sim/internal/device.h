@@ -45,6 +45,9 @@ class DeviceImpl final : public transport::Device {
     const uint32_t index = key >> 8;
     return index < mrs_.size() ? mrs_[index].get() : nullptr;
   }
+  // The index (number - kQpnBase) a new QP takes, per
+  // SimConfig::qp_number_cycle; its slot in qps_ exists and is empty.
+  StatusOr<uint32_t> FreeQpIndex();
   QpImpl* QpByNum(uint32_t qpn) const {
     if (qpn < kQpnBase) return nullptr;
     const uint32_t index = qpn - kQpnBase;
@@ -63,6 +66,12 @@ class DeviceImpl final : public transport::Device {
   std::vector<std::unique_ptr<QpImpl>> qps_;
   std::vector<std::unique_ptr<AhImpl>> ahs_;
   std::deque<AsyncEvent> events_;
+  // QP numbering (SimConfig::qp_number_cycle): where the next search for a
+  // free number starts, and how many QPs were created (each QP's
+  // incarnation, which its timers' events carry: a number given again must
+  // not take a destroyed QP's timer).
+  uint32_t next_qp_index_ = 0;
+  uint32_t qps_created_ = 0;
   uint32_t mr_tag_ = 1;
   uint64_t mr_epoch_ = 0;  // +1 per deregistration (MrImpl::Destroy)
 };

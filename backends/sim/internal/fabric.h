@@ -150,15 +150,21 @@ class FabricImpl final : public SimFabric {
     }
   }
   void SettleTimersAtFront();
-  void ScheduleQpTimer(EvKind kind, int32_t node, uint32_t qpn, uint64_t t,
-                       uint32_t psn) {
+  // A timer of QP `qpn` (incarnation `incarnation`, QpImpl::incarnation_)
+  // on `node`.
+  void ScheduleQpTimer(EvKind kind, int32_t node, uint32_t qpn,
+                       uint32_t incarnation, uint64_t t, uint32_t psn) {
     Ev ev{};
     ev.kind = kind;
     ev.dst_node = node;
     ev.dst_qpn = qpn;
+    ev.aux = incarnation;
     ev.psn = psn;
     loop_.Schedule(t, ev);
   }
+  // The QP a timer's or a local completion's event is for: null when it was
+  // destroyed (its number free, or given to a later QP).
+  QpImpl* TimerQp(int32_t node, uint32_t qpn, uint32_t incarnation);
   // Puts a packet on the wire from node `src` at the current time: the
   // sending port and the link time it, the packet faults act on it
   // (sim_links_faults.cc).

@@ -160,6 +160,10 @@ class QpImpl final : public QueuePair {
   DeviceImpl* dev_;
   PdImpl* pd_;
   uint32_t index_;
+  // Which QP of its device this is, in creation order: the timers' events
+  // carry it (Ev::aux), so that one of a destroyed QP never acts on a later
+  // QP given the same number (SimConfig::qp_number_cycle).
+  uint32_t incarnation_ = 0;
   QpInitAttr init_;
   CqImpl* send_cq_;
   CqImpl* recv_cq_;
