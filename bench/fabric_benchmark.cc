@@ -2,7 +2,7 @@
 // bandwidth links, through the public sf_* API: what the library itself costs
 // per message, for bench/compare_perf.py to put beside UCX and fi_pingpong.
 //
-//   bazel run -c opt //bench:fabric_benchmark
+//   bazel run --config=release //bench:fabric_benchmark
 //
 // BM_TaggedMessageRate/<size>: one sender streams tagged messages to one
 //   receiver that keeps receives posted; items_per_second = messages/s. Up to

@@ -32,16 +32,7 @@ namespace softfab::testing {
 namespace {
 
 // Node `node`'s RC queue pair (its one connection in these tests).
-sim::internal::QpImpl* RcQpOf(Cluster& c, int node) {
-  auto* dev = static_cast<sim::internal::DeviceImpl*>(c.fabric().device(node));
-  sim::internal::QpImpl* rc = nullptr;
-  for (auto& qp : dev->qps_) {
-    if (qp != nullptr && qp->init_.qp_type == transport::QpType::kRc) {
-      rc = qp.get();
-    }
-  }
-  return rc;
-}
+sim::internal::QpImpl* RcQpOf(Cluster& c, int node) { return SimRcQp(c, node); }
 
 // One entry of node `n`'s CQ, error entries included (err 0 for a success),
 // driving every node (`alone`: node `n` only); false when none came.

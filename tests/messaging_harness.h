@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "backends/sim/internal/device.h"
+#include "backends/sim/internal/qp.h"
 #include "backends/sim/sim_fabric.h"
 #include "core/address_vector.h"
 #include "core/completion_queue.h"
@@ -89,6 +91,20 @@ class Cluster {
   std::unique_ptr<sim::SimFabric> fabric_;
   std::vector<Node> nodes_;
 };
+
+// Node `node`'s RC QP connected to node `peer` (the simulator's LID of node i
+// is i + 1), or with peer < 0 its last RC QP; null if there is none.
+inline sim::internal::QpImpl* SimRcQp(Cluster& c, int node, int peer = -1) {
+  auto* dev = static_cast<sim::internal::DeviceImpl*>(c.fabric().device(node));
+  sim::internal::QpImpl* rc = nullptr;
+  for (auto& qp : dev->qps_) {
+    if (qp != nullptr && qp->init_.qp_type == transport::QpType::kRc &&
+        (peer < 0 || qp->attr_.ah_attr.dlid == peer + 1)) {
+      rc = qp.get();
+    }
+  }
+  return rc;
+}
 
 inline core::SendArgs TSend(const void* buf, size_t len, uint64_t dest,
                             uint64_t tag, void* context, iovec* iov) {

@@ -9,8 +9,6 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "backends/sim/internal/device.h"
-#include "backends/sim/internal/qp.h"
 #include "backends/sim/sim_fabric.h"
 #include "core/completion_queue.h"
 #include "core/endpoint.h"
@@ -18,22 +16,6 @@
 
 namespace softfab::testing {
 namespace {
-
-sim::internal::DeviceImpl* Dev(Cluster& c, int node) {
-  return static_cast<sim::internal::DeviceImpl*>(c.fabric().device(node));
-}
-
-// Node `node`'s RC QP connected to node `peer` (the simulator's LID of a
-// node is its index + 1); null if there is none.
-sim::internal::QpImpl* RcQpTo(Cluster& c, int node, int peer) {
-  for (auto& qp : Dev(c, node)->qps_) {
-    if (qp != nullptr && qp->init_.qp_type == transport::QpType::kRc &&
-        qp->attr_.ah_attr.dlid == peer + 1) {
-      return qp.get();
-    }
-  }
-  return nullptr;
-}
 
 // Fails node 0's connection to node `peer`: a send of node 0's on it is
 // flushed when its QP goes to ERROR, and reported failed.
@@ -45,7 +27,7 @@ void FailConnection(Cluster& c, int peer) {
                   ->Send(TSend(&kDoomed, sizeof kDoomed, c[0].addr[peer], 1,
                                &ctx, &iov))
                   .ok());
-  sim::internal::QpImpl* qp = RcQpTo(c, 0, peer);
+  sim::internal::QpImpl* qp = SimRcQp(c, 0, peer);
   ASSERT_NE(qp, nullptr);
   qp->ToError();
   core::CqEntry e;
@@ -84,18 +66,18 @@ TEST(QpNumberReuseTest, AnotherPeersConnectionKeepsANumberGivenAgain) {
   Cluster c(4, config);
   // Node 0's first connection to node 1 takes the number after the UD QP's.
   ExpectDelivered(c, 0, 1, 8);
-  sim::internal::QpImpl* first = RcQpTo(c, 0, 1);
+  sim::internal::QpImpl* first = SimRcQp(c, 0, 1);
   ASSERT_NE(first, nullptr);
   const uint32_t x = first->qp_num();
   // It fails and is made anew (on the next number); node 3 takes the last.
   FailConnection(c, 1);
   Reconnect(c, 1);
-  ASSERT_NE(RcQpTo(c, 0, 1)->qp_num(), x);
+  ASSERT_NE(SimRcQp(c, 0, 1)->qp_num(), x);
   ExpectDelivered(c, 0, 3, 8);
   // Node 2 connects to node 0, whose device gives it x again.
   ExpectDelivered(c, 2, 0, 8);
-  ASSERT_NE(RcQpTo(c, 0, 2), nullptr);
-  ASSERT_EQ(RcQpTo(c, 0, 2)->qp_num(), x);
+  ASSERT_NE(SimRcQp(c, 0, 2), nullptr);
+  ASSERT_EQ(SimRcQp(c, 0, 2)->qp_num(), x);
   // Node 1's connection fails again and is made anew: node 0 forgets the
   // number of node 1's connection before the previous one, x, which now
   // names node 2's.

@@ -32,6 +32,11 @@ void QpImpl::OnResponse(const Ev& ev) {
       return;  // stale or out of order: the ack timer recovers.
     }
     ImplicitAck(w->first_psn);
+    // The responder's memory is read now, through its QP (the simulator
+    // moves a READ's bytes when the response arrives). Where numbers are
+    // given again (SimConfig::qp_number_cycle) that may be a later QP with the
+    // responder's number: the keys are then checked against its PD, as the
+    // bytes would be whatever the memory holds now in either case.
     QpImpl* resp_qp = f->dev(ev.src_node)->QpByNum(ev.src_qpn);
     const uint8_t* src =
         resp_qp ? RemoteTarget(resp_qp, w->rkey, w->remote_addr, w->length,
@@ -126,14 +131,14 @@ void QpImpl::OnResponse(const Ev& ev) {
   }
 }
 
-// The timers' events: traced, then handed to the QP if it still exists (it
-// may have been destroyed since it armed the timer). One function per kind,
-// so that each is a short tail call.
 QpImpl* FabricImpl::TimerQp(int32_t node, uint32_t qpn, uint32_t incarnation) {
   QpImpl* qp = dev(node)->QpByNum(qpn);
   return qp != nullptr && qp->incarnation_ == incarnation ? qp : nullptr;
 }
 
+// The timers' events: traced, then handed to the QP if it still exists (it
+// may have been destroyed since it armed the timer). One function per kind,
+// so that each is a short tail call.
 void FabricImpl::OnAckTimer(const Ev& ev) {
   recorder_.Record(TraceKind::kAckTimeout, ev, 0, now());
   QpImpl* qp = TimerQp(ev.dst_node, ev.dst_qpn, ev.aux);

@@ -47,15 +47,9 @@ void FabricImpl::Dispatch(const Ev& ev) {
     case EvKind::kRnrTimer:
       OnRnrTimer(ev);
       return;
-    case EvKind::kUdSendDone: {
-      QpImpl* qp = TimerQp(ev.src_node, ev.src_qpn, ev.aux);
-      if (qp == nullptr) return;
-      SendWqe* w = qp->sq_.Find(ev.wqe_seq);
-      if (w == nullptr) return;
-      w->done = true;
-      qp->Retire();
+    case EvKind::kUdSendDone:
+      OnUdSendDone(ev);
       return;
-    }
     case EvKind::kTimedFault:
       recorder_.Record(TraceKind::kTimedFault, ev, 0, now());
       OnTimedFault(config_.faults.timed_faults[ev.aux]);

@@ -410,9 +410,11 @@ StatusOr<uint32_t> DeviceImpl::FreeQpIndex() {
     qps_.emplace_back();
     return index;
   }
-  if (qps_.size() < cycle) qps_.resize(cycle);
+  // The table grows only as far as numbers are given (a slot past its end
+  // is free), so a large cycle costs nothing until it is used.
   for (uint32_t k = 0; k < cycle; ++k) {
     const uint32_t index = (next_qp_index_ + k) % cycle;
+    if (index >= qps_.size()) qps_.resize(index + 1);
     if (qps_[index] == nullptr) {
       next_qp_index_ = (index + 1) % cycle;
       return index;

@@ -200,6 +200,17 @@ void QpImpl::ScheduleUdSendDone(uint64_t seq, uint64_t t_ns) {
   dev_->fabric_->Schedule(t_ns, done);
 }
 
+// A UD send's time on the wire is over: it completes, in order (Retire),
+// unless its QP is gone (destroyed, or its number given to a later QP).
+void FabricImpl::OnUdSendDone(const Ev& ev) {
+  QpImpl* qp = TimerQp(ev.src_node, ev.src_qpn, ev.aux);
+  if (qp == nullptr) return;
+  SendWqe* w = qp->sq_.Find(ev.wqe_seq);
+  if (w == nullptr) return;
+  w->done = true;
+  qp->Retire();
+}
+
 Status QpImpl::PostSend(const SendWr* wr, const SendWr** bad_wr) {
   if (bad_wr != nullptr) *bad_wr = nullptr;
   for (; wr != nullptr; wr = wr->next) {

@@ -5,12 +5,14 @@
 # by callgrind as bench/instructions_per_message.sh does: runs of 40,000 and
 # 20,000 messages, difference / 20,000. Prints both and the overhead.
 #   bash bench/libfabric/instructions_per_message.sh
-# Needs valgrind.
+# Needs valgrind. Builds --config=release (or SOFTFAB_BENCH_BUILD, say
+# "-c opt").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-bazel build -c opt //bench:fixed_count //bench/libfabric:fi_fixed_count \
+read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
+bazel build "${build[@]}" //bench:fixed_count //bench/libfabric:fi_fixed_count \
   //api/libfabric:libsoftfab-fi.so >&2
-bin=$(bazel info -c opt bazel-bin 2>/dev/null)
+bin=$(bazel info "${build[@]}" bazel-bin 2>/dev/null)
 export FI_PROVIDER_PATH=$bin/api/libfabric
 count() {  # count BINARY N MODE -> total instructions
   local out

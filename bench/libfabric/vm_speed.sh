@@ -2,13 +2,16 @@
 # Half round trips (8 B, busy polling) and 1 MiB bandwidth of softfab's
 # libfabric provider against softfab's own pingpong and libfabric's verbs
 # providers, two processes on Soft-RoCE in the rxe VM, three interleaved runs:
-#   bash bench/libfabric/vm_speed.sh      (builds -c opt, boots the VM)
+#   bash bench/libfabric/vm_speed.sh      (builds --config=release, or
+#                                          SOFTFAB_BENCH_BUILD; boots the VM)
 # Prints one line per measurement; take the median of the three runs.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 if [ "${SOFTFAB_IN_VM:-0}" != 1 ]; then
-  bazel build -c opt //examples:softfab_pingpong //api/libfabric:libsoftfab-fi.so >&2
-  bin=$(bazel info -c opt bazel-bin 2>/dev/null)
+  read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
+  bazel build "${build[@]}" //examples:softfab_pingpong \
+    //api/libfabric:libsoftfab-fi.so >&2
+  bin=$(bazel info "${build[@]}" bazel-bin 2>/dev/null)
   exec bash tools/rxe-vm/run.sh --timeout 900 --env "SOFTFAB_BIN=$bin" \
     --env "VM_SPEED_RUNS=${VM_SPEED_RUNS:-3}" --env "VM_SPEED_ONLY=${VM_SPEED_ONLY:-}" -- \
     bash bench/libfabric/vm_speed.sh

@@ -8,12 +8,14 @@
 # programs' timed loops (from the half round trip each pingpong prints), then
 # the median and spread of each.
 #   bash bench/simd/advance_cost.sh [ITERS]      (default 10000 round trips per pair)
-# Builds -c opt. Measure on an idle machine: every figure is wall time.
+# Builds --config=release (or SOFTFAB_BENCH_BUILD, say "-c opt"). Measure on
+# an idle machine: every figure is wall time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 iters=${1:-10000}
-bazel build -c opt //tools:softfab //examples:softfab_pingpong >&2
-bin=$(bazel info -c opt bazel-bin 2>/dev/null)
+read -r -a build <<<"${SOFTFAB_BENCH_BUILD:---config=release}"
+bazel build "${build[@]}" //tools:softfab //examples:softfab_pingpong >&2
+bin=$(bazel info "${build[@]}" bazel-bin 2>/dev/null)
 port=$((49000 + RANDOM % 500))
 results=$(mktemp)
 for run in 1 2 3; do

@@ -34,8 +34,9 @@ class EventQueue {
   // The sequence number the next Push will use (= number of pushes so far).
   uint64_t next_seq() const { return next_seq_; }
 
-  // Streams: a caller that knows a push belongs to a monotone stream (one
-  // per link latency, one for timers) names it, 0 <= stream < kStreams; such a
+  // Streams: a caller that knows a push belongs to a nearly monotone stream
+  // (the simulator's: packets on the wire, ACK timers, RNR timers, UD send
+  // completions; EventLoop::StreamOf) names it, 0 <= stream < kStreams; such a
   // push costs one comparison when it fits the stream's own lane. kNoStream,
   // or a push that does not fit its lane, goes to the best-fit search of the
   // shared lanes, then the heap. The stream changes where a key waits, never
@@ -134,9 +135,9 @@ class EventQueue {
   using Key = Entry;
   // A FIFO ring. Its capacity (a power of two) starts at kLaneInitial (all
   // lanes are allocated with the queue, 160 KB per fabric) and doubles only
-  // when full, up to kLaneMax (then keys go to the heap), so storage is bounded
-  // by the most keys a lane ever held at once and a steady run does not grow
-  // it.
+  // when full, up to kLaneMax (then keys go to another lane, or the heap),
+  // so storage is bounded by the most keys a lane ever held at once and a
+  // steady run does not grow it.
   static constexpr size_t kLaneInitial = 256;
   static constexpr size_t kLaneMax = size_t{1} << 16;
   struct Lane {
@@ -171,7 +172,7 @@ class EventQueue {
   };
   // Lanes 0 .. kStreams-1 belong to the streams; the rest are shared.
   static constexpr int kLanes = 10;
-  static_assert(kStreams < kLanes && kLanes <= 32);
+  static_assert(kStreams < kLanes && kLanes < 32);
   static constexpr uint32_t kSharedLanes =
       ((1u << kLanes) - 1) & ~((1u << kStreams) - 1);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <utility>
 #include <vector>
@@ -72,6 +73,7 @@ TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
   using Q = EventQueue<Payload>;
   Q named, plain;
   std::set<std::pair<uint64_t, uint64_t>> ref;
+  std::map<uint64_t, uint32_t> id_of;  // seq -> payload
   Rng r(11);
   uint64_t now = 0;
   size_t popped = 0;
@@ -101,9 +103,16 @@ TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
           t = now + r.Below(20000);
       }
       const uint32_t id = static_cast<uint32_t>(round);
+      const bool look = !named.empty() && r.Below(3) == 0;
+      if (look) ASSERT_EQ(named.TopTime(), ref.begin()->first);  // cached
       const uint64_t seq = named.Push(t, {id}, stream);
       ASSERT_EQ(plain.Push(t, {id}), seq);
       ref.insert({t, seq});
+      id_of[seq] = id;
+      if (look) {  // the push may have made a new earliest entry
+        ASSERT_EQ(named.TopTime(), ref.begin()->first);
+        ASSERT_EQ(named.TopPayload().id, id_of[ref.begin()->second]);
+      }
     } else {
       ASSERT_EQ(named.TopTime(), ref.begin()->first);
       const auto e = named.Pop();
@@ -125,6 +134,20 @@ TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
   }
   EXPECT_TRUE(plain.empty());
   EXPECT_GT(popped, 5000u);
+}
+
+TEST(EventQueueTest, AFullStreamLaneSpillsOverInOrder) {
+  // More keys of one stream than a lane holds (kLaneMax): the rest wait in
+  // the shared lanes, and all come out in order.
+  EventQueue<Payload> q;
+  constexpr uint32_t kKeys = (1u << 16) + 5000;
+  for (uint32_t i = 0; i < kKeys; ++i) q.Push(i / 2, {i}, 0);
+  q.Push(0, {kKeys}, 0);  // earlier than the lane's tail: elsewhere
+  EXPECT_EQ(q.Pop().payload.id, 0u);
+  EXPECT_EQ(q.Pop().payload.id, 1u);
+  EXPECT_EQ(q.Pop().payload.id, kKeys);  // time 0, scheduled last
+  for (uint32_t i = 2; i < kKeys; ++i) ASSERT_EQ(q.Pop().payload.id, i);
+  EXPECT_TRUE(q.empty());
 }
 
 TEST(EventQueueTest, CountersArePerInstance) {

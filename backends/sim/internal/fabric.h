@@ -192,6 +192,7 @@ class FabricImpl final : public SimFabric {
   // exists (sim_completer.cc).
   void OnAckTimer(const Ev& ev);
   void OnRnrTimer(const Ev& ev);
+  void OnUdSendDone(const Ev& ev);  // sim_requester.cc
   void OnTimedFault(const TimedFault& f);
 
   SimConfig config_;
