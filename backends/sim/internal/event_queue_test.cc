@@ -104,7 +104,9 @@ TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
       }
       const uint32_t id = static_cast<uint32_t>(round);
       const bool look = !named.empty() && r.Below(3) == 0;
-      if (look) ASSERT_EQ(named.TopTime(), ref.begin()->first);  // cached
+      if (look) {
+        ASSERT_EQ(named.TopTime(), ref.begin()->first);  // now cached
+      }
       const uint64_t seq = named.Push(t, {id}, stream);
       ASSERT_EQ(plain.Push(t, {id}), seq);
       ref.insert({t, seq});
