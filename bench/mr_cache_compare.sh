@@ -4,7 +4,7 @@
 # (SOFTFAB_MR_CACHE=0) and as it is by default (on, watching unmaps), and with descriptors
 # given (no registration by softfab at all) as the reference.
 # Two processes on one device; run where a device exists, e.g. in the Soft-RoCE VM:
-#   bazel build -c opt //examples:softfab_pingpong
+#   bazel build --config=release //examples:softfab_pingpong
 #   bash tools/rxe-vm/run.sh -- bash bench/mr_cache_compare.sh bazel-bin/examples/softfab_pingpong
 # Prints MB/s per size for each setting, the median of REPS (3) runs.
 set -uo pipefail

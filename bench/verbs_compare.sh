@@ -6,7 +6,7 @@
 #   1 MiB streaming         softfab_pingpong --stream (rendezvous READs) vs ib_send_bw -s 1048576
 # Both sides run as two processes on one device (rxe's loopback path). Run it where a
 # device exists, e.g. in the Soft-RoCE VM:
-#   bazel build -c opt //examples:softfab_pingpong
+#   bazel build --config=release //examples:softfab_pingpong
 #   bash tools/rxe-vm/run.sh -- bash bench/verbs_compare.sh bazel-bin/examples/softfab_pingpong
 # Options (environment): DEVICE (rxe0), GID (1: rxe0's IPv4 RoCEv2 entry), LAT_N (2000),
 # BW_N (2000), RATE_N (20000), BIG_N (300). Prints each figure and the ratios.
