@@ -118,6 +118,38 @@ TEST(QpNumbersTest, ADestroyedQpsTimerLeavesTheNewQpsAlone) {
   EXPECT_EQ(p.f->next_event_ns(), t0 + kMs + 67108864);
 }
 
+// The same for an RNR timer: the destroyed QP's, due first, does not end the
+// new QP's RNR wait (which would send again at the old QP's PSN).
+TEST(QpNumbersTest, ADestroyedQpsRnrTimerLeavesTheNewQpsWaitAlone) {
+  SimConfig c = TwoNodes();
+  c.qp_number_cycle = 1;
+  RcParams quick;  // the old responder asks for 10.24 ms
+  quick.min_rnr_timer = 20;
+  RcPair p(c, quick);
+  const uint32_t qpn_a = p.qa->qp_num();
+  const uint64_t t0 = p.f->clock().NowNs();
+  tp::Sge s = p.a.Sge(0, 8);
+  // No receive at qb: an RNR NAK, and qa waits 10.24 ms to send again.
+  ASSERT_TRUE(PostSend(p.qa, 1, &s, 1).ok());
+  p.f->RunUntil(t0 + 100000);
+  ASSERT_EQ(p.f->stats().rnr_naks, 1u);
+  ASSERT_TRUE(p.qa->Destroy().ok());
+  ASSERT_TRUE(p.qb->Destroy().ok());
+  // The new pair: its responder asks for 655.36 ms (code 0).
+  RcParams slow;
+  slow.min_rnr_timer = 0;
+  tp::QueuePair* qa2 = Must(p.a.pd->CreateQp(RcInit(p.a)));
+  tp::QueuePair* qb2 = Must(p.b.pd->CreateQp(RcInit(p.b)));
+  ASSERT_EQ(qa2->qp_num(), qpn_a);
+  Connect(qa2, 0, qb2, 1, slow);
+  ASSERT_TRUE(PostSend(qa2, 2, &s, 1).ok());
+  const uint64_t retransmits = p.f->stats().retransmits;
+  // Past the old QP's RNR timer: qa2 is still waiting, nothing sent again.
+  p.f->RunUntil(t0 + 20 * kMs);
+  EXPECT_EQ(p.f->stats().rnr_naks, 2u);
+  EXPECT_EQ(p.f->stats().retransmits, retransmits);
+}
+
 // A packet of a destroyed QP still on the wire when its number is given
 // again is not served from the new QP's send queue: it is dropped, as if its
 // QP were gone (the simulator reads a SEND's payload through the sender's
