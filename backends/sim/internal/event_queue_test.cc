@@ -17,6 +17,18 @@ struct Payload {
   uint32_t id;
 };
 
+using Queue = EventQueue<Payload>;
+using Reference = std::set<std::pair<uint64_t, uint64_t>>;  // (time, seq)
+
+// Pops `q`'s earliest entry into `out`, which must be the least (time, seq)
+// of `ref`; removes it from `ref`.
+void PopLeast(Queue& q, Reference& ref, Queue::Entry* out) {
+  ASSERT_FALSE(ref.empty());
+  *out = q.Pop();
+  ASSERT_EQ(std::make_pair(out->time_ns, out->seq), *ref.begin());
+  ref.erase(ref.begin());
+}
+
 TEST(EventQueueTest, OrdersByTimeThenSchedulingOrder) {
   EventQueue<Payload> q;
   q.Push(50, {1});
@@ -34,8 +46,8 @@ TEST(EventQueueTest, OrdersByTimeThenSchedulingOrder) {
 TEST(EventQueueTest, MatchesASortedReferenceUnderRandomLoad) {
   // Mixed monotone streams (lanes) and scattered times (heap): every pop must
   // be the least (time, seq) present, checked against an ordered reference.
-  EventQueue<Payload> q;
-  std::set<std::pair<uint64_t, uint64_t>> ref;
+  Queue q;
+  Reference ref;
   Rng r(3);
   uint64_t now = 0;
   size_t popped = 0;
@@ -48,19 +60,16 @@ TEST(EventQueueTest, MatchesASortedReferenceUnderRandomLoad) {
       const uint64_t seq = q.Push(t, {static_cast<uint32_t>(round)});
       ref.insert({t, seq});
     } else {
-      const auto e = q.Pop();
-      ASSERT_FALSE(ref.empty());
-      ASSERT_EQ(std::make_pair(e.time_ns, e.seq), *ref.begin());
-      ref.erase(ref.begin());
+      Queue::Entry e;
+      ASSERT_NO_FATAL_FAILURE(PopLeast(q, ref, &e));
       now = e.time_ns;
       ++popped;
     }
     ASSERT_EQ(q.size(), ref.size());
   }
   while (!q.empty()) {
-    const auto e = q.Pop();
-    ASSERT_EQ(std::make_pair(e.time_ns, e.seq), *ref.begin());
-    ref.erase(ref.begin());
+    Queue::Entry e;
+    ASSERT_NO_FATAL_FAILURE(PopLeast(q, ref, &e));
   }
   EXPECT_GT(popped, 5000u);
 }
@@ -70,9 +79,9 @@ TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
   // that their pushes fall back to the shared lanes and the heap) and once
   // without: every pop is the least (time, seq) present, and both queues give
   // the same sequence.
-  using Q = EventQueue<Payload>;
+  using Q = Queue;
   Q named, plain;
-  std::set<std::pair<uint64_t, uint64_t>> ref;
+  Reference ref;
   std::map<uint64_t, uint32_t> id_of;  // seq -> payload
   Rng r(11);
   uint64_t now = 0;
@@ -117,22 +126,21 @@ TEST(EventQueueTest, StreamsChangeWhereKeysWaitNotTheOrder) {
       }
     } else {
       ASSERT_EQ(named.TopTime(), ref.begin()->first);
-      const auto e = named.Pop();
-      const auto p = plain.Pop();
-      ASSERT_EQ(std::make_pair(e.time_ns, e.seq), *ref.begin());
-      ASSERT_EQ(std::make_pair(p.time_ns, p.seq), *ref.begin());
+      Queue::Entry e;
+      ASSERT_NO_FATAL_FAILURE(PopLeast(named, ref, &e));
+      const Queue::Entry p = plain.Pop();
+      ASSERT_EQ(std::make_pair(p.time_ns, p.seq),
+                std::make_pair(e.time_ns, e.seq));
       ASSERT_EQ(e.payload.id, p.payload.id);
-      ref.erase(ref.begin());
       now = e.time_ns;
       ++popped;
     }
     ASSERT_EQ(named.size(), ref.size());
   }
   while (!named.empty()) {
-    const auto e = named.Pop();
-    ASSERT_EQ(std::make_pair(e.time_ns, e.seq), *ref.begin());
+    Queue::Entry e;
+    ASSERT_NO_FATAL_FAILURE(PopLeast(named, ref, &e));
     ASSERT_EQ(plain.Pop().payload.id, e.payload.id);
-    ref.erase(ref.begin());
   }
   EXPECT_TRUE(plain.empty());
   EXPECT_GT(popped, 5000u);
