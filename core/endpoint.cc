@@ -22,7 +22,8 @@ Endpoint::Endpoint(transport::Device* device, transport::ProtectionDomain* pd,
     : device_(device),
       polls_only_read_(device->PollsOnlyRead()),
       pd_(pd),
-      attr_(attr) {}
+      attr_(attr),
+      repost_later_(attr.defer_reposts) {}
 
 StatusOr<std::unique_ptr<Endpoint>> Endpoint::Create(
     transport::Device* device, transport::ProtectionDomain* pd,

@@ -135,6 +135,10 @@ struct EndpointAttr {
   // inline (the device copies them at post); small injects then need no tx
   // slot (PostInject). The backend's choice (BackendTuning::inline_sends).
   bool inline_sends = false;
+  // Freed receive buffers go back to the SRQ in chains of up to kPollBatch,
+  // across progress calls, each before any credit for it is written back
+  // (Endpoint::Repost). The backend's choice (BackendTuning::defer_reposts).
+  bool defer_reposts = false;
   // Where the endpoint's transport CQs raise events for a sleeping waiter
   // (ArmCompletions); null: no channel (the simulator, busy polling).
   transport::CompletionChannel* channel = nullptr;
@@ -545,6 +549,14 @@ class Endpoint final : public RxClient {
   // verbs backend makes one ibv_post_srq_recv (one lock) per 16 buffers, the
   // shared simulator one request to its daemon per batch, instead of one per
   // buffer. A batch of one is posted at once: a chain would only cost.
+  // With attr_.defer_reposts (a device) the chain gathers across progress
+  // calls, every freed buffer going to it: it is posted when full, before a
+  // credit write-back (which gives the peer back every buffer freed so far:
+  // none of them may then be off the SRQ, so a peer's send never finds its
+  // buffer missing, no RNR wait), before a grant is decided and before a
+  // chunk is added. A ping-pong then posts to the SRQ once per credit batch,
+  // not once per message, and never between a message's arrival and its
+  // completion reaching the application.
   void Repost(uint32_t index) {
     if (repost_later_) {
       RepostLater(index);
@@ -759,7 +771,8 @@ class Endpoint final : public RxClient {
   std::array<transport::RecvWr, kPollBatch> repost_wr_;
   std::array<transport::Sge, kPollBatch> repost_sge_;
   uint32_t repost_count_ = 0;
-  bool repost_later_ = false;  // Set while Progress handles such a batch.
+  // Set while Progress handles such a batch; always with defer_reposts.
+  bool repost_later_ = false;
   // Bounce completions of messages waiting for receive CQ room, in arrival
   // order (at most the bounce buffers there are: theirs are not reposted).
   std::deque<transport::WorkCompletion> held_;

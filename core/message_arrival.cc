@@ -117,8 +117,9 @@ void Endpoint::RepostOrKeep(uint32_t index) {
 }
 
 void Endpoint::RepostLater(uint32_t index) {
-  // One per completion of a poll batch, flushed after each batch.
-  assert(repost_count_ < repost_wr_.size());
+  // One per completion of a poll batch, flushed after each batch, or (with
+  // defer_reposts) when the chain is full.
+  if (repost_count_ == repost_wr_.size()) PostReposts();
   tp::Sge& sge = repost_sge_[repost_count_];
   sge = BounceSge(index);
   tp::RecvWr& wr = repost_wr_[repost_count_];

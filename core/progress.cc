@@ -52,7 +52,7 @@ void Endpoint::Progress() {
     }
     const int n = recv_cq_->Poll(want, wc);
     if (n <= 0) break;
-    repost_later_ = n > 1;
+    repost_later_ = attr_.defer_reposts || n > 1;
     for (int i = 0; i < n; ++i) {
       const uint64_t kind = KindOf(wc[i].wr_id);
       if (kind == kWrRxBounce) {
@@ -71,8 +71,10 @@ void Endpoint::Progress() {
         conns_.cm().Repost(wc[i]);
       }
     }
-    repost_later_ = false;
-    FlushReposts();
+    if (!attr_.defer_reposts) {
+      repost_later_ = false;
+      FlushReposts();
+    }
     if (n < want && polls_only_read_) break;  // It was empty.
   }
   while (true) {
@@ -142,6 +144,8 @@ void Endpoint::Progress() {
 }
 
 void Endpoint::FlushCreditWrites() {
+  // A write-back returns every buffer freed so far (Endpoint::Repost).
+  if (conns_.credits().writes_due()) FlushReposts();
   conns_.credits().FlushWrites(
       [&](uint32_t peer) {
         Peer& p = conns_[peer];

@@ -63,10 +63,12 @@ class VerbsBackend final : public transport::Backend {
   const transport::Clock& clock() const override { return clock_; }
   // Real networks: retry a connection request every 10 ms for 5 s (a peer
   // that makes no progress for a while must not fail the connection), and
-  // let the device copy small sends at post.
+  // let the device copy small sends at post, and put receive buffers back in
+  // chains.
   transport::BackendTuning tuning() const override {
     transport::BackendTuning t;
     t.inline_sends = true;
+    t.defer_reposts = true;
     t.cm_retry_ns = 10'000'000;
     t.cm_retries_max = 500;
     return t;

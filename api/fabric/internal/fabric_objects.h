@@ -257,6 +257,7 @@ inline void SetBackendTiming(Domain* d, core::EndpointAttr* a) {
   a->async_events = AsyncEventsOf(d);
   const tp::BackendTuning t = d->fabric->backend->tuning();
   a->inline_sends = t.inline_sends;
+  a->defer_reposts = t.defer_reposts;
   if (t.cm_retry_ns != 0) a->cm_retry_ns = t.cm_retry_ns;
   if (t.cm_retries_max != 0) a->cm_retries_max = t.cm_retries_max;
   a->class_of_service = d->fabric->class_of_service;
