@@ -587,6 +587,8 @@ class Endpoint final : public RxClient {
   // Writes back the credits owed to peers that can take a WRITE now
   // (progress.cc).
   void FlushCreditWrites();
+  // Whether Progress polls the send CQ this time (progress.cc).
+  bool SendCqWorthALook();
 
   // Connection management (wireup.cc).
   Status StartConnect(uint32_t peer);
@@ -727,6 +729,11 @@ class Endpoint final : public RxClient {
   // fence waits since the last kick (KickWanted).
   uint32_t unsignaled_total_ = 0;
   bool kick_wanted_ = false;
+  // Progress's looks at a send CQ that can hold only failures
+  // (SendCqWorthALook): skipped since the last, and one due at once.
+  static constexpr uint32_t kQuietSendCqLooks = 16;
+  uint32_t quiet_send_cq_skips_ = 0;
+  bool send_cq_look_due_ = false;
   transport::SharedReceiveQueue* srq_ = nullptr;
   // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
   // (DGRAM).
