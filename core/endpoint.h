@@ -587,8 +587,10 @@ class Endpoint final : public RxClient {
   // Writes back the credits owed to peers that can take a WRITE now
   // (progress.cc).
   void FlushCreditWrites();
-  // Whether Progress polls the send CQ this time (progress.cc).
+  // Whether Progress polls the send CQ this time (progress.cc), and the
+  // poll: its completions, in batches into `wc`, until it is empty.
   bool SendCqWorthALook();
+  void PollSendCq(transport::WorkCompletion* wc);
 
   // Connection management (wireup.cc).
   Status StartConnect(uint32_t peer);

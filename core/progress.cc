@@ -77,36 +77,7 @@ void Endpoint::Progress() {
     }
     if (n < want && polls_only_read_) break;  // It was empty.
   }
-  if (SendCqWorthALook()) {
-    while (true) {
-      const int n = send_cq_->Poll(kPollBatch, wc);
-      if (n <= 0) break;
-      for (int i = 0; i < n; ++i) {
-        const uint64_t wr_id = wc[i].wr_id;
-        if (KindOf(wr_id) == kWrCmSend) {
-          conns_.cm().SendDone(wr_id);  // its slot may be written again
-          if (conns_.cm().sends_in_flight() == 0) DestroyRetiredAhs();
-          continue;
-        }
-        // Every other completion on this CQ is one the budget counted: a
-        // connection's retires the unsignaled work before it too.
-        const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
-        if (from) {
-          RetireThrough(*from, wr_id);
-        } else {
-          --send_cq_used_;  // DGRAM, on the UD QP.
-        }
-        // A failed work request's cause is its own status, as the transport
-        // reported it (a flushed one says WR_FLUSH_ERR: the first error
-        // completion of that connection names why it failed), unless the
-        // device's events say more (Explain: a QP fatal, the port down).
-        const int status = static_cast<int>(wc[i].status);
-        const int cause = status != 0 && from ? Explain(*from, status) : status;
-        OnSendWrDone(wr_id, from, status, cause);
-      }
-      if (n < kPollBatch && polls_only_read_) break;
-    }
-  }
+  if (SendCqWorthALook()) PollSendCq(wc);
   if (unsignaled_total_ > 0 && KickWanted()) KickUnsignaled();
   // Timers and queued work only concern the peers on the busy list (in the
   // order they joined it), so an idle connection costs progress nothing.
@@ -143,6 +114,37 @@ void Endpoint::Progress() {
     return p.state == PeerState::kConnecting || !p.acks.empty() ||
            !p.reads_waiting.empty() || !p.waiting.empty();
   });
+}
+
+void Endpoint::PollSendCq(tp::WorkCompletion* wc) {
+  while (true) {
+    const int n = send_cq_->Poll(kPollBatch, wc);
+    if (n <= 0) break;
+    for (int i = 0; i < n; ++i) {
+      const uint64_t wr_id = wc[i].wr_id;
+      if (KindOf(wr_id) == kWrCmSend) {
+        conns_.cm().SendDone(wr_id);  // its slot may be written again
+        if (conns_.cm().sends_in_flight() == 0) DestroyRetiredAhs();
+        continue;
+      }
+      // Every other completion on this CQ is one the budget counted: a
+      // connection's retires the unsignaled work before it too.
+      const std::optional<uint32_t> from = conns_.ByQpn(wc[i].qp_num);
+      if (from) {
+        RetireThrough(*from, wr_id);
+      } else {
+        --send_cq_used_;  // DGRAM, on the UD QP.
+      }
+      // A failed work request's cause is its own status, as the transport
+      // reported it (a flushed one says WR_FLUSH_ERR: the first error
+      // completion of that connection names why it failed), unless the
+      // device's events say more (Explain: a QP fatal, the port down).
+      const int status = static_cast<int>(wc[i].status);
+      const int cause = status != 0 && from ? Explain(*from, status) : status;
+      OnSendWrDone(wr_id, from, status, cause);
+    }
+    if (n < kPollBatch && polls_only_read_) break;
+  }
 }
 
 bool Endpoint::SendCqWorthALook() {
