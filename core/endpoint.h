@@ -135,9 +135,10 @@ struct EndpointAttr {
   // inline (the device copies them at post); small injects then need no tx
   // slot (PostInject). The backend's choice (BackendTuning::inline_sends).
   bool inline_sends = false;
-  // Freed receive buffers go back to the SRQ in chains of up to kPollBatch,
-  // across progress calls, each before any credit for it is written back
-  // (Endpoint::Repost). The backend's choice (BackendTuning::defer_reposts).
+  // Freed receive buffers go back to the SRQ later, in chains of up to
+  // kPollBatch: when a poll finds nothing, and each before any credit for it
+  // is written back (Endpoint::Repost). The backend's choice
+  // (BackendTuning::defer_reposts).
   bool defer_reposts = false;
   // Where the endpoint's transport CQs raise events for a sleeping waiter
   // (ArmCompletions); null: no channel (the simulator, busy polling).
@@ -550,13 +551,15 @@ class Endpoint final : public RxClient {
   // shared simulator one request to its daemon per batch, instead of one per
   // buffer. A batch of one is posted at once: a chain would only cost.
   // With attr_.defer_reposts (a device) the chain gathers across progress
-  // calls, every freed buffer going to it: it is posted when full, before a
-  // credit write-back (which gives the peer back every buffer freed so far:
-  // none of them may then be off the SRQ, so a peer's send never finds its
-  // buffer missing, no RNR wait), before a grant is decided and before a
-  // chunk is added. A ping-pong then posts to the SRQ once per credit batch,
-  // not once per message, and never between a message's arrival and its
-  // completion reaching the application.
+  // calls, every freed buffer going to it: it is posted by the first poll
+  // that finds the receive CQ empty (the endpoint has time), when full,
+  // before a credit write-back (which gives the peer back every buffer freed
+  // so far: none of them may then be off the SRQ, so a peer's send never
+  // finds its buffer missing, no RNR wait), before a grant is decided and
+  // before a chunk is added. A busy ping-pong then posts a message's buffer
+  // while it waits for the next one, not between the message's arrival and
+  // its completion reaching the application (a device's progress stops
+  // polling at a short batch, so the arrival's call makes no empty poll).
   void Repost(uint32_t index) {
     if (repost_later_) {
       RepostLater(index);

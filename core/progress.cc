@@ -51,7 +51,11 @@ void Endpoint::Progress() {
       if (want == 0) break;
     }
     const int n = recv_cq_->Poll(want, wc);
-    if (n <= 0) break;
+    if (n <= 0) {
+      // Nothing arrived: time to put deferred buffers back (Repost).
+      FlushReposts();
+      break;
+    }
     repost_later_ = attr_.defer_reposts || n > 1;
     for (int i = 0; i < n; ++i) {
       const uint64_t kind = KindOf(wc[i].wr_id);

@@ -9,11 +9,8 @@
 //   put back on the shared receive queue (it was dropped: the pool shrank by
 //   one with every such failure);
 // - the buffers of a batch of arrivals go back to the shared receive queue
-//   together, one chain per poll batch, and every one of them goes back;
-// - deferred (EndpointAttr::defer_reposts, a device's way), buffers go back
-//   in chains across progress calls, one per credit write-back in a
-//   ping-pong, and every one before its credit: senders that spend all
-//   their credits at once never meet a missing buffer.
+//   together, one chain per poll batch, and every one of them goes back.
+// A device's deferred reposts: core/deferred_reposts_test.cc.
 #include <gtest/gtest.h>
 #include <sys/uio.h>
 
@@ -184,119 +181,6 @@ TEST(ReceiveBuffersTest, ABatchOfArrivalsGoesBackInOneChain) {
   EXPECT_EQ(c[0].cq->Read(&e, 1), -EAGAIN);  // no message twice
   ExpectDelivered(c, 1, 0, 8);
   EXPECT_EQ(PostedBuffers(c, 0), posted);
-}
-
-// Deferred reposts (a device's way; the simulator's runs keep posting at once
-// for their digests): the buffers go back in one chain per credit write-back
-// (a quarter of the grant), not one post per message, and each before the
-// credit that lets the peer fill it again.
-TEST(ReceiveBuffersTest, DeferredRepostsGoBackInChainsBeforeTheirCredits) {
-  core::EndpointAttr attr;
-  attr.credits = 16;  // write-backs of 4
-  attr.defer_reposts = true;
-  Cluster c(2, {}, attr);
-  // Four messages: their credits are written back, so all the buffers are
-  // on the shared receive queue.
-  for (int i = 0; i < 4; ++i) ExpectDelivered(c, 1, 0, 8);
-  for (int r = 0; r < 1000; ++r) c.ProgressAll();
-  const uint32_t posted = PostedBuffers(c, 0);
-  ASSERT_GT(posted, 0u);
-  const uint64_t naks_before = c.fabric().stats().rnr_naks;
-  constexpr int kSize = 64;
-  std::vector<uint8_t> in(kSize);
-  iovec siov, riov;
-  // One message at a time: its buffer goes back with three others.
-  constexpr int kOneByOne = 400;
-  const uint64_t calls = SrqPostCalls(c, 0);
-  for (int i = 0; i < kOneByOne; ++i) {
-    const std::vector<uint8_t> out = Pattern(kSize, i);
-    ASSERT_TRUE(c[0].ep
-                    ->Recv(TRecv(in.data(), kSize, static_cast<uint64_t>(i), 0,
-                                 nullptr, &riov))
-                    .ok());
-    ASSERT_TRUE(c[1].ep
-                    ->Send(TSend(out.data(), kSize, c[1].addr[0],
-                                 static_cast<uint64_t>(i), nullptr, &siov))
-                    .ok())
-        << i;
-    // A buffer waits for it (else an RNR wait, here for ever).
-    ASSERT_GT(PostedBuffers(c, 0), 0u) << i;
-    core::CqEntry e;
-    ASSERT_EQ(c.ReadOne(0, &e, 2000), 1) << "message " << i;
-    ASSERT_EQ(c.ReadOne(1, &e, 2000), 1) << "send " << i;
-    ASSERT_EQ(in, out) << i;
-    ASSERT_EQ(c.fabric().stats().rnr_naks, naks_before) << i;
-    // Never more off the shared receive queue than one write-back's worth.
-    ASSERT_GT(PostedBuffers(c, 0) + 4, posted) << i;
-  }
-  EXPECT_LE(SrqPostCalls(c, 0) - calls, uint64_t{kOneByOne / 4 + 1});
-  // Bursts: the sender spends every credit it has at once, while the
-  // receiver does not poll; its buffers must all be there.
-  std::vector<std::vector<uint8_t>> payload(64);
-  std::vector<iovec> iov(payload.size());
-  for (int round = 0; round < 40; ++round) {
-    size_t sent = 0;
-    while (sent < payload.size()) {
-      payload[sent] = Pattern(kSize, round * 64 + static_cast<int>(sent));
-      if (!c[1].ep
-               ->Send(TSend(payload[sent].data(), kSize, c[1].addr[0], 5,
-                            nullptr, &iov[sent]))
-               .ok()) {
-        break;
-      }
-      ++sent;
-    }
-    ASSERT_GE(sent, 4u) << round;
-    // Nothing ran yet: a buffer waits for every message spent.
-    ASSERT_GE(PostedBuffers(c, 0), sent) << round;
-    for (int r = 0; r < 2000; ++r) c[1].ep->Progress();
-    ASSERT_EQ(c.fabric().stats().rnr_naks, naks_before) << "round " << round;
-    for (size_t n = 0; n < sent; ++n) {
-      ASSERT_TRUE(
-          c[0].ep->Recv(TRecv(in.data(), kSize, 5, 0, nullptr, &riov)).ok());
-      core::CqEntry e;
-      ASSERT_EQ(c.ReadOne(0, &e), 1) << "round " << round << " message " << n;
-      ASSERT_EQ(in, payload[n]) << "round " << round << " message " << n;
-    }
-    core::CqEntry e;
-    while (c[1].cq->Read(&e, 1) == 1) {
-    }
-  }
-  EXPECT_EQ(c.fabric().stats().rnr_naks, naks_before);
-  EXPECT_GT(PostedBuffers(c, 0) + 4, posted);
-  EXPECT_LE(PostedBuffers(c, 0), posted);
-}
-
-// Write-backs rarer than a chain is long (a grant of 256 writes back every
-// 64): the chain goes when full, 32 buffers at a time.
-TEST(ReceiveBuffersTest, ADeferredChainGoesWhenFull) {
-  core::EndpointAttr attr;
-  attr.credits = 256;
-  attr.defer_reposts = true;
-  Cluster c(2, {}, attr);
-  ExpectDelivered(c, 1, 0, 8);
-  for (int r = 0; r < 1000; ++r) c.ProgressAll();
-  const uint32_t posted = PostedBuffers(c, 0);  // all but that one's
-  ASSERT_GT(posted, 0u);
-  const uint64_t calls = SrqPostCalls(c, 0);
-  constexpr int kMessages = 200;
-  std::vector<uint8_t> in(8);
-  iovec siov, riov;
-  for (int i = 0; i < kMessages; ++i) {
-    const std::vector<uint8_t> out = Pattern(8, i);
-    ASSERT_TRUE(c[0].ep->Recv(TRecv(in.data(), 8, 1, 0, nullptr, &riov)).ok());
-    ASSERT_TRUE(
-        c[1].ep->Send(TSend(out.data(), 8, c[1].addr[0], 1, nullptr, &siov))
-            .ok());
-    core::CqEntry e;
-    ASSERT_EQ(c.ReadOne(0, &e), 1) << "message " << i;
-    ASSERT_EQ(c.ReadOne(1, &e), 1) << "send " << i;
-    ASSERT_EQ(in, out) << i;
-    ASSERT_GT(PostedBuffers(c, 0) + 32, posted) << i;
-  }
-  // 201 buffers freed: a chain of 32 at a time (a write-back posts one too).
-  EXPECT_LE(SrqPostCalls(c, 0) - calls, uint64_t{kMessages / 32 + 2});
-  EXPECT_GT(SrqPostCalls(c, 0) - calls, uint64_t{kMessages / 64});
 }
 
 }  // namespace

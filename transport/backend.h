@@ -72,11 +72,12 @@ struct BackendTuning {
   // small inject skip the tx table (core Endpoint::PostInject), and their
   // runs' digests did not change with it.
   bool inline_sends = false;
-  // Put freed receive buffers back on the SRQ in chains, across progress
-  // calls, instead of at once (core Endpoint::Repost): where each post has a
-  // fixed cost a chain shares (a device: a lock and a queue update per
-  // ibv_post_srq_recv) and nothing replays when a post happened. Off on the
-  // simulators, whose runs' digests record it.
+  // Put freed receive buffers back on the SRQ while waiting for the next
+  // message (or in chains, under a stream), not between a message's arrival
+  // and its completion (core Endpoint::Repost): where a post costs time on
+  // the way to the application (a device: ibv_post_srq_recv) and nothing
+  // replays when a post happened. Off on the simulators, whose runs' digests
+  // record every post.
   bool defer_reposts = false;
   // Connection-request retry interval and tries; 0 keeps the core's
   // defaults (200 us x 50, a simulated round trip's scale).
