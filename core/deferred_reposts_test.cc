@@ -6,6 +6,7 @@
 // only read (core/test_nodes.h), so that progress stops polling at a short
 // batch as it does on a device; the simulator itself posts at once.
 #include <gtest/gtest.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +16,7 @@
 #include "backends/sim/internal/device.h"
 #include "backends/sim/internal/srq.h"
 #include "core/endpoint.h"
+#include "core/flags.h"
 #include "core/test_nodes.h"
 
 namespace softfab::core {
@@ -56,7 +58,9 @@ EndpointAttr Deferring() {
   return attr;
 }
 
-void PretendADevice(InjectingDevice& d) { d.PretendPollsOnlyRead(); }
+void PretendADevice(InjectingDevice& d, EndpointAttr*) {
+  d.PretendPollsOnlyRead();
+}
 
 TEST(DeferredRepostsTest, ABufferGoesBackWhileTheNextMessageIsAwaited) {
   Nodes n(1, true, {}, Deferring(), PretendADevice);
@@ -141,6 +145,45 @@ TEST(DeferredRepostsTest, AChainGoesWhenFull) {
   EXPECT_EQ(n[0].ep->stats().credit_writes, 0u);
   for (int i = 0; i < kMessages; ++i) ASSERT_EQ(n.ReadOne(0), 1) << i;
   EXPECT_EQ(in, std::vector<uint8_t>(in.size(), 9));
+}
+
+// A kick (a signaled credit write that retires unsignaled work, here for a
+// fenced send behind an inject) writes the credits back too: it finds every
+// buffer progress has seen back on the queue, the one handed over in the
+// same call included.
+TEST(DeferredRepostsTest, AKickWritesBackOnlyBuffersOnTheQueue) {
+  Nodes n(1, true, {}, Deferring(), PretendADevice);
+  n.ConnectAll();
+  for (int r = 0; r < 100; ++r) n.ProgressAll();
+  const uint32_t total = PostedBuffers(n);
+  std::vector<uint8_t> out(8, 3), in(8), back(8, 4);
+  iovec iov{out.data(), out.size()};
+  SendArgs inject;
+  inject.iov = &iov;
+  inject.iov_count = 1;
+  inject.dest = n[0].addr[n.last()];
+  inject.flags = kInject;
+  ASSERT_TRUE(n[0].ep->Send(inject).ok());
+  SendArgs fenced = inject;
+  fenced.flags = kFence;
+  fenced.context = &fenced;
+  ASSERT_TRUE(n[0].ep->Send(fenced).ok());
+  ASSERT_TRUE(n.Recv(0, in.data(), in.size()).ok());
+  ASSERT_TRUE(n.Send(n.last(), 0, back.data(), back.size(), nullptr).ok());
+  int kicks = 0;
+  for (int calls = 0; calls < 1000 && kicks == 0; ++calls) {
+    const uint64_t before = n[0].ep->stats().kicks;
+    n[0].ep->Progress();
+    if (n[0].ep->stats().kicks != before) {
+      ++kicks;
+      EXPECT_EQ(PostedBuffers(n) + Unpolled(n), total) << "call " << calls;
+    }
+  }
+  EXPECT_EQ(kicks, 1);
+  CqEntry e;
+  ASSERT_EQ(n.ReadOne(0, &e), 1);
+  ASSERT_EQ(n.ReadOne(0, &e), 1);
+  EXPECT_EQ(in, back);
 }
 
 }  // namespace

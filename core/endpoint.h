@@ -543,23 +543,26 @@ class Endpoint final : public RxClient {
   // waits in rx_unposted_ for the next progress.
   void RepostOrKeep(uint32_t index);
   // The same for the buffers of a batch of more than one receive completion
-  // (repost_later_): gathered while Progress handles the batch, then posted
-  // as one chain (FlushReposts) before anything can poll a CQ again or post
-  // to the SRQ otherwise. Only a poll runs the simulator's events, so the
-  // fabric finds the SRQ as it would have with each buffer posted at once; the
-  // verbs backend makes one ibv_post_srq_recv (one lock) per 16 buffers, the
-  // shared simulator one request to its daemon per batch, instead of one per
-  // buffer. A batch of one is posted at once: a chain would only cost.
+  // (repost_later_). On the simulators (no attr_.defer_reposts) they are
+  // gathered while Progress handles the batch, then posted as one chain
+  // (FlushReposts) before anything can poll a CQ again or post to the SRQ
+  // otherwise: only a poll runs the simulator's events, so the fabric finds
+  // the SRQ as it would have with each buffer posted at once; the shared
+  // simulator makes one request to its daemon per batch instead of one per
+  // buffer. A batch of one is posted at once there: a chain would only cost.
   // With attr_.defer_reposts (a device) the chain gathers across progress
-  // calls, every freed buffer going to it: it is posted by the first poll
+  // calls, every freed buffer going to it (the verbs backend posts it with
+  // one ibv_post_srq_recv per 16 buffers): it is posted by the first poll
   // that finds the receive CQ empty (the endpoint has time), when full,
-  // before a credit write-back (which gives the peer back every buffer freed
-  // so far: none of them may then be off the SRQ, so a peer's send never
-  // finds its buffer missing, no RNR wait), before a grant is decided and
-  // before a chunk is added. A busy ping-pong then posts a message's buffer
-  // while it waits for the next one, not between the message's arrival and
-  // its completion reaching the application (a device's progress stops
-  // polling at a short batch, so the arrival's call makes no empty poll).
+  // before any credit write-back, a kick's included (a write-back gives the
+  // peer back every buffer freed so far: none of them may then be off the
+  // SRQ, so a peer's send never finds its buffer missing, no RNR wait),
+  // before a grant is decided and before a chunk is added. Buffers the SRQ
+  // once refused (rx_unposted_) are retried one by one beside the chain. A busy
+  // ping-pong then posts a message's buffer while it waits for the next one,
+  // not between the message's arrival and its completion reaching the
+  // application (a device's progress stops polling at a short batch, so the
+  // arrival's call makes no empty poll).
   void Repost(uint32_t index) {
     if (repost_later_) {
       RepostLater(index);

@@ -1,8 +1,9 @@
 // Progress (rxm_cq.c's progress; manual progress, run by CQ reads): reads the
 // device's asynchronous events when due (core/async_events.h), polls the
-// receive CQ while the user's receive CQ has room, then the send CQ, and
-// dispatches each completion; then the timers, the credit write-backs due and
-// the queued work of the peers on the busy list.
+// receive CQ while the user's receive CQ has room, then the send CQ (on a
+// device not every time: SendCqWorthALook), and dispatches each completion;
+// then the timers, the credit write-backs due and the queued work of the
+// peers on the busy list.
 #include "core/endpoint.h"
 #include "core/flags.h"
 #include "core/internal/endpoint_common.h"

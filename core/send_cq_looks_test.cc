@@ -3,8 +3,9 @@
 // but the flushed completions of a failed QP, so progress looks once in
 // kQuietSendCqLooks calls (Endpoint::SendCqWorthALook), not on every call.
 // What must hold: a failure's completions are still read, within that many
-// calls; the first calls after it do skip the look (else the rule saves
-// nothing); while signaled work is out, every call looks. On the simulator
+// calls, and by the call after the CQs are armed (a sleeper's); the first
+// calls after it do skip the look (else the rule saves nothing); while
+// signaled work is out, every call looks. On the simulator
 // through a device that says its polls only read (core/test_nodes.h); the
 // simulator itself polls every time.
 #include <gtest/gtest.h>
@@ -84,22 +85,40 @@ EndpointAttr InlineInjects() {
   return attr;
 }
 
-TEST(SendCqLooksTest, AFailureUnderUnsignaledInjectsIsReadWithinTheLooks) {
-  Nodes n(1, true, {}, InlineInjects(),
-          [](InjectingDevice& d) { d.PretendPollsOnlyRead(); });
+void PretendADevice(InjectingDevice& d, EndpointAttr*) {
+  d.PretendPollsOnlyRead();
+}
+
+// The same with a completion channel, so that its CQs can be armed.
+void PretendADeviceWithAChannel(InjectingDevice& d, EndpointAttr* attr) {
+  d.PretendPollsOnlyRead();
+  auto channel = d.CreateCompChannel();
+  if (!channel.ok()) ADD_FAILURE() << channel.status().message();
+  attr->channel = channel.ok() ? *channel : nullptr;
+}
+
+// Connects, reads a signaled send back (the call that read it looked, so the
+// quiet calls count from there), then fails node 0's QP under 5 unsignaled
+// injects: the failures waiting in node 0's send CQ, which *send_cq names.
+size_t FailAfterALook(Nodes& n, sim::internal::CqImpl** send_cq) {
   n.ConnectAll();
   for (int r = 0; r < 100; ++r) n.ProgressAll();  // nothing signaled is out
-  sim::internal::CqImpl* send_cq = SendCqOfNode0(n);
-  ASSERT_NE(send_cq, nullptr);
-  ASSERT_TRUE(send_cq->empty());
-  // A signaled send, read back: the call that read it looked, so the quiet
-  // calls count from there.
+  *send_cq = SendCqOfNode0(n);
+  if (*send_cq == nullptr || !(*send_cq)->empty()) return 0;
   std::vector<uint8_t> out(8, 1), in(8);
-  ASSERT_TRUE(n.Recv(n.last(), in.data(), in.size()).ok());
-  ASSERT_TRUE(n.Send(0, n.last(), out.data(), out.size(), &out).ok());
-  ASSERT_EQ(n.ReadOne(0), 1);
+  if (!n.Recv(n.last(), in.data(), in.size()).ok() ||
+      !n.Send(0, n.last(), out.data(), out.size(), &out).ok() ||
+      n.ReadOne(0) != 1) {
+    return 0;
+  }
   FailUnderInjects(n, 5);
-  const size_t failures = FailuresIn(*send_cq);
+  return FailuresIn(**send_cq);
+}
+
+TEST(SendCqLooksTest, AFailureUnderUnsignaledInjectsIsReadWithinTheLooks) {
+  Nodes n(1, true, {}, InlineInjects(), PretendADevice);
+  sim::internal::CqImpl* send_cq = nullptr;
+  const size_t failures = FailAfterALook(n, &send_cq);
   ASSERT_GT(failures, 0u);
   // The first call skips the look (nothing signaled is out)...
   n[0].ep->Progress();
@@ -114,11 +133,24 @@ TEST(SendCqLooksTest, AFailureUnderUnsignaledInjectsIsReadWithinTheLooks) {
   EXPECT_LT(FailuresIn(*send_cq), failures) << "after " << calls << " calls";
 }
 
+// An entry in the CQ before it is armed raises no event: a sleeper would not
+// wake for it. So the call after an arming looks, whatever the count.
+TEST(SendCqLooksTest, TheCallAfterAnArmingLooks) {
+  Nodes n(1, true, {}, InlineInjects(), PretendADeviceWithAChannel);
+  sim::internal::CqImpl* send_cq = nullptr;
+  const size_t failures = FailAfterALook(n, &send_cq);
+  ASSERT_GT(failures, 0u);
+  n[0].ep->Progress();  // skips
+  EXPECT_EQ(FailuresIn(*send_cq), failures);
+  ASSERT_TRUE(n[0].ep->ArmCompletions().ok());
+  n[0].ep->Progress();  // looks
+  EXPECT_LT(FailuresIn(*send_cq), failures);
+}
+
 // While signaled work is out, every call looks: a send's completion is read
 // by the call whose poll brought it (none waits in the CQ after a call).
 TEST(SendCqLooksTest, WhileSignaledWorkIsOutEveryCallLooks) {
-  Nodes n(1, true, {}, InlineInjects(),
-          [](InjectingDevice& d) { d.PretendPollsOnlyRead(); });
+  Nodes n(1, true, {}, InlineInjects(), PretendADevice);
   n.ConnectAll();
   for (int r = 0; r < 100; ++r) n.ProgressAll();
   sim::internal::CqImpl* send_cq = SendCqOfNode0(n);

@@ -104,6 +104,9 @@ bool Endpoint::Kick(uint32_t peer) {
   t.qp = p.qp;
   t.wr_id = Sequenced(p, WrId(kWrCredit, peer));
   t.signaled = true;
+  // A kick writes the credits back too: every buffer freed is on the SRQ
+  // first (Endpoint::Repost).
+  FlushReposts();
   if (!conns_.credits().PostWrite(peer, t)) return false;
   ++stats_.kicks;
   Posted(p, t.wr_id, true);

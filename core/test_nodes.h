@@ -2,7 +2,7 @@
 // through a device that passes everything to the simulated one but events
 // of the test's own, a GID the test may change, and (on request) the
 // promise that its polls only read, as a real device makes. Used by the
-// async events' tests and the send CQ's looks.
+// async events' tests, the send CQ's looks and the deferred reposts' tests.
 #ifndef SOFTFAB_CORE_TEST_NODES_H_
 #define SOFTFAB_CORE_TEST_NODES_H_
 
@@ -119,12 +119,13 @@ struct Ep {
 // Endpoints on two simulated nodes: node 0's through an InjectingDevice,
 // each with an event queue; with `read_events`, a dispatcher per node.
 // `like`: the endpoints' attributes (their event readers are set here);
-// `setup`: called with node 0's device before any endpoint is made.
+// `setup`: called with node 0's device and its endpoints' attributes (a copy
+// of `like`) before any endpoint is made.
 class Nodes {
  public:
   explicit Nodes(int eps_on_node0, bool read_events = true,
                  const sim::SimConfig& base = {}, const EndpointAttr& like = {},
-                 void (*setup)(InjectingDevice&) = nullptr) {
+                 void (*setup)(InjectingDevice&, EndpointAttr*) = nullptr) {
     sim::SimConfig config = base;
     config.nodes = 2;
     fabric_ = sim::CreateSimFabric(config);
@@ -133,7 +134,8 @@ class Nodes {
       return;
     }
     injecting_ = std::make_unique<InjectingDevice>(fabric_->device(0));
-    if (setup != nullptr) setup(*injecting_);
+    EndpointAttr like0 = like;
+    if (setup != nullptr) setup(*injecting_, &like0);
     devices_[0] = injecting_.get();
     devices_[1] = fabric_->device(1);
     for (int n = 0; n < 2; ++n) {
@@ -148,7 +150,7 @@ class Nodes {
     for (int i = 0; i < eps_on_node0 + 1; ++i) {
       const int n = i < eps_on_node0 ? 0 : 1;
       Ep e;
-      EndpointAttr attr = like;
+      EndpointAttr attr = n == 0 ? like0 : like;
       attr.async_events = readers_[n].get();
       e.cq = std::make_unique<CompletionQueue>(4096);
       e.av = std::make_unique<AddressVector>(64);

@@ -363,8 +363,9 @@ void Endpoint::OnConnected(uint32_t peer, bool ready) {
 uint32_t Endpoint::GrantFor(uint32_t peer) {
   PeerCredits& c = conns_[peer].credits;
   if (c.grant_out != 0) return c.grant_out;
-  // The buffers a grant counts on are on the SRQ (Endpoint::Repost).
-  FlushReposts();
+  // The buffers a grant counts on are on the SRQ (Endpoint::Repost). Only
+  // deferred ones: a simulator's batch chain is posted where it always was.
+  if (attr_.defer_reposts) FlushReposts();
   ++rx_granted_peers_;
   // Buffers kept back for the peers that may still come, kMinGrant each, as
   // far as the SRQ holds them beyond 17 full windows (a device whose SRQ is
