@@ -52,7 +52,10 @@ bool ResolveDesc(Domain* domain, void** desc, size_t count,
   for (size_t i = 0; i < count; ++i) {
     out[i] = nullptr;
     if (desc[i] == nullptr) continue;
-    if (domain->mrs.count(desc[i]) == 0) return false;
+    if (desc[i] != domain->last_mr_found) {
+      if (domain->mrs.count(desc[i]) == 0) return false;
+      domain->last_mr_found = desc[i];
+    }
     out[i] = static_cast<Mr*>(static_cast<sf_mr*>(desc[i]))->mr;
   }
   return true;

@@ -120,6 +120,9 @@ int sf_close(sf_fid* fid) {
       }
       if (Status s = mr->mr->Destroy(); !s.ok()) return Fail(s);
       mr->domain->mrs.erase(static_cast<sf_mr*>(mr));
+      if (mr->domain->last_mr_found == static_cast<sf_mr*>(mr)) {
+        mr->domain->last_mr_found = nullptr;
+      }
       return Release(mr, &mr->domain->children);
     }
     case SF_CLASS_DOMAIN: {

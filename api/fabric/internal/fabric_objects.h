@@ -109,8 +109,11 @@ struct Domain : sf_domain {
   tp::Device* device = nullptr;
   tp::ProtectionDomain* pd = nullptr;
   int children = 0;
-  // Live registrations, so a desc is checked without reading through it.
+  // Live registrations, so a desc is checked without reading through it, and
+  // the last one a post found there (a program posts with the same one again
+  // and again: that check is a comparison); cleared when it closes.
   std::set<const void*> mrs;
+  const void* last_mr_found = nullptr;
   std::vector<Srx*> srxs;  // Shared receive contexts, in creation order.
   // The completion channel every endpoint's CQs raise events on, so a waiter
   // on a backend whose time runs by itself can sleep on its fd.
