@@ -62,11 +62,28 @@ void PretendADevice(InjectingDevice& d, EndpointAttr*) {
   d.PretendPollsOnlyRead();
 }
 
-TEST(DeferredRepostsTest, ABufferGoesBackWhileTheNextMessageIsAwaited) {
-  Nodes n(1, true, {}, Deferring(), PretendADevice);
+// Connects node 0 and node 1; the buffers then on node 0's queue (all).
+uint32_t Connect(Nodes& n) {
   n.ConnectAll();
   for (int r = 0; r < 100; ++r) n.ProgressAll();
-  const uint32_t total = PostedBuffers(n);
+  return PostedBuffers(n);
+}
+
+// Node 0 posts `messages` receives of 8 bytes into `in`, node 1 sends each.
+void ReceivesAndSends(Nodes& n, int messages, std::vector<uint8_t>* in,
+                      const std::vector<uint8_t>& out) {
+  in->assign(8 * messages, 0);
+  for (int i = 0; i < messages; ++i) {
+    ASSERT_TRUE(n.Recv(0, &(*in)[8 * i], 8).ok());
+  }
+  for (int i = 0; i < messages; ++i) {
+    ASSERT_TRUE(n.Send(n.last(), 0, out.data(), out.size(), nullptr).ok());
+  }
+}
+
+TEST(DeferredRepostsTest, ABufferGoesBackWhileTheNextMessageIsAwaited) {
+  Nodes n(1, true, {}, Deferring(), PretendADevice);
+  const uint32_t total = Connect(n);
   ASSERT_GT(total, 0u);
   std::vector<uint8_t> out(8), in(8);
   for (int i = 0; i < 10; ++i) {  // no write-back falls due in these
@@ -92,17 +109,10 @@ TEST(DeferredRepostsTest, ABufferGoesBackWhileTheNextMessageIsAwaited) {
 
 TEST(DeferredRepostsTest, EveryBufferIsBackBeforeItsCreditIsWritten) {
   Nodes n(1, true, {}, Deferring(), PretendADevice);
-  n.ConnectAll();
-  for (int r = 0; r < 100; ++r) n.ProgressAll();
-  const uint32_t total = PostedBuffers(n);
+  const uint32_t total = Connect(n);
   constexpr int kMessages = 40;
-  std::vector<uint8_t> out(8, 7), in(8 * kMessages);
-  for (int i = 0; i < kMessages; ++i) {
-    ASSERT_TRUE(n.Recv(0, &in[8 * i], 8).ok());
-  }
-  for (int i = 0; i < kMessages; ++i) {
-    ASSERT_TRUE(n.Send(n.last(), 0, out.data(), out.size(), nullptr).ok());
-  }
+  std::vector<uint8_t> out(8, 7), in;
+  ReceivesAndSends(n, kMessages, &in, out);
   // Progress alone (a read of the CQ would drive it too, unwatched).
   int writes = 0;
   for (int calls = 0; calls < 1000 && writes < 2; ++calls) {
@@ -125,15 +135,10 @@ TEST(DeferredRepostsTest, AChainGoesWhenFull) {
   EndpointAttr attr = Deferring();
   attr.credits = 256;
   Nodes n(1, true, {}, attr, PretendADevice);
-  n.ConnectAll();
-  for (int r = 0; r < 100; ++r) n.ProgressAll();
-  const uint32_t total = PostedBuffers(n);
+  const uint32_t total = Connect(n);
   constexpr int kMessages = 48;
-  std::vector<uint8_t> out(8, 9), in(8 * kMessages);
-  for (int i = 0; i < kMessages; ++i) {
-    ASSERT_TRUE(n.Recv(0, &in[8 * i], 8).ok());
-    ASSERT_TRUE(n.Send(n.last(), 0, out.data(), out.size(), nullptr).ok());
-  }
+  std::vector<uint8_t> out(8, 9), in;
+  ReceivesAndSends(n, kMessages, &in, out);
   size_t most_off = 0;
   for (int calls = 0; calls < kMessages; ++calls) {
     n[0].ep->Progress();
@@ -153,9 +158,7 @@ TEST(DeferredRepostsTest, AChainGoesWhenFull) {
 // same call included.
 TEST(DeferredRepostsTest, AKickWritesBackOnlyBuffersOnTheQueue) {
   Nodes n(1, true, {}, Deferring(), PretendADevice);
-  n.ConnectAll();
-  for (int r = 0; r < 100; ++r) n.ProgressAll();
-  const uint32_t total = PostedBuffers(n);
+  const uint32_t total = Connect(n);
   std::vector<uint8_t> out(8, 3), in(8), back(8, 4);
   iovec iov{out.data(), out.size()};
   SendArgs inject;

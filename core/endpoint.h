@@ -738,10 +738,10 @@ class Endpoint final : public RxClient {
   uint32_t unsignaled_total_ = 0;
   bool kick_wanted_ = false;
   // Progress's looks at a send CQ that can hold only failures
-  // (SendCqWorthALook): skipped since the last, and one due at once.
+  // (SendCqWorthALook): calls skipped since the last (set to the limit when
+  // the CQs are armed, so that the next call looks).
   static constexpr uint32_t kQuietSendCqLooks = 16;
   uint32_t quiet_send_cq_skips_ = 0;
-  bool send_cq_look_due_ = false;
   transport::SharedReceiveQueue* srq_ = nullptr;
   // The UD QP: the connection manager's (RDM, FI_EP_MSG) or the data QP
   // (DGRAM).

@@ -160,12 +160,11 @@ bool Endpoint::SendCqWorthALook() {
   // and right after the CQs are armed (an entry there before the arming
   // raises no event).
   if (polls_only_read_ && send_cq_used_ == unsignaled_total_ &&
-      conns_.cm().sends_in_flight() == 0 && !send_cq_look_due_ &&
+      conns_.cm().sends_in_flight() == 0 &&
       ++quiet_send_cq_skips_ < kQuietSendCqLooks) {
     return false;
   }
   quiet_send_cq_skips_ = 0;
-  send_cq_look_due_ = false;
   return true;
 }
 
@@ -197,7 +196,7 @@ Status Endpoint::ArmCompletions() {
     return InvalidArgument("the endpoint has no completion channel");
   }
   if (Status s = send_cq_->Rearm(); !s.ok()) return s;
-  send_cq_look_due_ = true;
+  quiet_send_cq_skips_ = kQuietSendCqLooks;  // the next call looks
   return recv_cq_->Rearm();
 }
 
