@@ -20,6 +20,9 @@ fi
 
 targets=${SOFTFAB_TARGETS:-//...}
 results=$(mktemp -d)
+# Why each failed bazel target failed (its failed checks and the end of its test.log),
+# printed again just above the summary: a CI log is often read from its end only.
+failure_notes=$(mktemp)
 
 # Runs `bazel test` with the given flags and files its test.xml results under $results/<name>.
 bazel_tests() {
@@ -39,8 +42,23 @@ bazel_tests() {
   # A failed build or test shows up in the counts (a target without a test.xml is a
   # failure), so the exit code is only reported here.
   [ "$rc" -eq 0 ] || echo "== bazel test $* exited with $rc"
+  local testlogs target test_log
+  testlogs=$(bazel info "$@" bazel-testlogs 2>/dev/null)
+  for target in $failed; do
+    target=${target#!}
+    test_log="$testlogs/$(echo "${target#//}" | tr : /)/test.log"
+    {
+      echo "-- [$name] $target"
+      if [ -f "$test_log" ]; then
+        grep -E '^FAIL|^\[  FAILED  \]|Failure$|runtime error|Sanitizer' "$test_log" | head -n 12
+        tail -n 6 "$test_log"
+      else
+        echo "(no test.log)"
+      fi
+    } >>"$failure_notes"
+  done
 
-  python3 tools/count_tests.py collect "$(bazel info "$@" bazel-testlogs 2>/dev/null)" \
+  python3 tools/count_tests.py collect "$testlogs" \
     "$results/$name" $(bazel query "tests(${targets// / + }) except attr(tags, manual, //...)" \
       2>/dev/null) $failed
 }
@@ -160,4 +178,9 @@ if [ "$targets" = "//..." ] && [ "${SOFTFAB_SKIP_SLURM:-0}" != 1 ]; then
     python3 tools/count_tests.py record "$results/slurm" "slurm test (recorded nothing)" fail
 fi
 
+if [ -s "$failure_notes" ]; then
+  echo "== why the failed targets failed"
+  cat "$failure_notes"
+fi
+rm -f "$failure_notes"
 python3 tools/count_tests.py summarize "$results"
