@@ -642,6 +642,10 @@ void Wire(const Options& o, Side* me, Side* peer, OobSocket* oob) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Each line as it is written, into a file or a pipe too: a run that is killed
+  // keeps what it measured, and a script can wait for the header (printed once
+  // the two sides are connected) before it acts on a running pair.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   Options o;
   if (!ParseOptions(argc, argv, &o)) return Usage();
   const size_t max_size = *std::max_element(o.sizes.begin(), o.sizes.end());

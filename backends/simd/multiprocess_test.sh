@@ -55,6 +55,24 @@ both() {  # both OUT ARGS...: the two sides under softfab run, output in OUT.
     "$pingpong" --backend sim --oob-port "$port" "$@" 127.0.0.1 >"$out" 2>&1
 }
 digest() { grep -o 'digest [0-9a-f]*, virtual time [0-9.]* ms' "$1"; }
+# await_headers FILE N: waits (up to 60 s) until FILE holds N softfab_pingpong
+# headers, each printed once its side is connected. A fixed pause before a
+# kill is too short under a loaded sanitizer pass: a side not yet connected
+# fails otherwise than the check expects (or waits for a peer that is gone).
+await_headers() {
+  local n=0
+  until [ "$(grep -c '^bytes  *iters' "$1" 2>/dev/null)" -ge "$2" ] || [ $n -ge 600 ]; do
+    sleep 0.1; n=$((n + 1))
+  done
+  [ $n -lt 600 ] || echo "await_headers: $1 holds fewer than $2 headers after 60 s" >&2
+}
+# await_fabric ENV_FILE: waits (up to 60 s) until `softfab fabricd` has written
+# its SOFTFAB_FABRIC line, then prints the fabric's path.
+await_fabric() {
+  local n=0
+  until grep -q '^SOFTFAB_FABRIC=' "$1" || [ $n -ge 600 ]; do sleep 0.1; n=$((n + 1)); done
+  sed -n 's/^SOFTFAB_FABRIC=//p' "$1"
+}
 retransmissions() { grep -o 'retransmissions [0-9]*' "$1"; }
 
 sizes=8,1024,65536,1048576
@@ -87,15 +105,18 @@ check "  ...streamed ones too (2,000 by the client, 2 answers)" \
   test "$(grep -oE 'pingpong: [0-9]+ messages went by sf_inject' "$tmp/injs" |
     awk '{print $2}' | sort -n | tr '\n' ' ')" = "2 2000 "
 
-# Node 1 is killed in the middle: node 0, waiting for a message that will not
-# come (as on hardware, no completion tells it), gives up by its own timeout,
-# reports it and exits; the run ends.
+# Node 1 is killed in the middle (once both sides are connected and running):
+# node 0, waiting for a message that will not come (as on hardware, no
+# completion tells it), gives up by its own timeout, reports it and exits; the
+# run ends.
 next_port
 start=$(date +%s)
+: >"$tmp/e"
 timeout 120 "$softfab" run -- "$pingpong" --backend sim --busy --oob-port "$port" \
   --sizes 8 --iters 1000000 : sh -c "\"$pingpong\" --backend sim --busy --oob-port $port \
-  --sizes 8 --iters 1000000 127.0.0.1 & p=\$!; sleep 1; kill -9 \$p; wait \$p" \
-  >"$tmp/e" 2>&1
+  --sizes 8 --iters 1000000 127.0.0.1 & p=\$!; $(declare -f await_headers); \
+  await_headers \"$tmp/e\" 2; sleep 0.5; kill -9 \$p; wait \$p" \
+  >>"$tmp/e" 2>&1
 rc=$?
 check "a killed process ends the run, nothing hangs" test "$rc" -ne 0 -a "$rc" -ne 124
 check "  ...within a minute" test $(( $(date +%s) - start )) -lt 60
@@ -105,8 +126,7 @@ check "  ...the survivor reports the failure" grep -qE 'server: (no completion|.
 # is gone") and they exit within a second; nothing hangs.
 "$softfab" fabricd --nodes 2 >"$tmp/g.env" 2>"$tmp/g.fabricd" &
 fd=$!
-for _ in $(seq 50); do grep -q SOFTFAB_FABRIC "$tmp/g.env" && break; sleep 0.1; done
-fabric=$(sed -n 's/^SOFTFAB_FABRIC=//p' "$tmp/g.env")
+fabric=$(await_fabric "$tmp/g.env")
 next_port
 SOFTFAB_FABRIC=$fabric SOFTFAB_NODE=0 timeout 60 "$pingpong" --backend sim --busy \
   --oob-port "$port" --sizes 8 --iters 100000000 >"$tmp/g0" 2>&1 &
@@ -115,7 +135,9 @@ sleep 0.5
 SOFTFAB_FABRIC=$fabric SOFTFAB_NODE=1 timeout 60 "$pingpong" --backend sim --busy \
   --oob-port "$port" --sizes 8 --iters 100000000 127.0.0.1 >"$tmp/g1" 2>&1 &
 p1=$!
-sleep 2
+await_headers "$tmp/g0" 1
+await_headers "$tmp/g1" 1
+sleep 0.5
 kill -9 "$fd"
 killed=$(date +%s%N)
 wait "$p0"; rc0=$?
@@ -230,9 +252,8 @@ fabricd_mpirun() {  # fabricd_mpirun OUT N FABRICD_ARGS -- PROGRAM ARGS
   shift
   "$softfab" fabricd --nodes "$n" "${fd_args[@]}" >"$out.env" 2>"$out.fabricd" &
   local fd=$!
-  for _ in $(seq 50); do grep -q SOFTFAB_FABRIC "$out.env" && break; sleep 0.1; done
   local fabric
-  fabric=$(sed -n 's/^SOFTFAB_FABRIC=//p' "$out.env")
+  fabric=$(await_fabric "$out.env")
   SOFTFAB_FABRIC=$fabric timeout 300 mpirun --allow-run-as-root --oversubscribe -n "$n" \
     -x SOFTFAB_FABRIC -x FI_PROVIDER_PATH --mca pml cm --mca mtl ofi \
     --mca mtl_ofi_provider_include softfab "$@" >"$out" 2>&1
