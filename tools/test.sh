@@ -34,7 +34,7 @@ bazel_tests() {
   # Everything is built first, then tested: compilers running beside the tests
   # take the cores that the multi-process tests hand between their processes
   # and the fabric daemon (fi_pingpong -e rdm -m tagged -S all on the shared
-  # fabric: 7 s beside nothing or one busy loop, 56 s beside two).
+  # fabric: 7 s alone, 56 s beside two busy loops).
   bazel build --keep_going "$@" -- $targets >"$log" 2>&1
   bazel test --keep_going "$@" -- $targets >>"$log" 2>&1
   local rc=$?
