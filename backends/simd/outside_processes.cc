@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -86,8 +87,10 @@ int AnyQueued(const char* path, const std::vector<unsigned long>& senders,
 // Whether a Unix socket whose inode is in the sorted `sleepers` has bytes
 // (or, listening, connections) in its receive queue, asked of the kernel's
 // socket diagnostics (NETLINK_SOCK_DIAG, UDIAG_SHOW_RQLEN): /proc/net/unix
-// shows no queue lengths. -1 when the kernel cannot be asked.
-int AnyUnixQueued(const std::vector<unsigned long>& sleepers) {
+// shows no queue lengths. A socket whose peer is in the sorted `ignored`
+// (UDIAG_SHOW_PEER) does not count. -1 when the kernel cannot be asked.
+int AnyUnixQueued(const std::vector<unsigned long>& sleepers,
+                  const std::vector<unsigned long>& ignored) {
   const int fd =
       socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (fd < 0) return -1;
@@ -100,7 +103,7 @@ int AnyUnixQueued(const std::vector<unsigned long>& sleepers) {
   ask.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   ask.request.sdiag_family = AF_UNIX;
   ask.request.udiag_states = ~0u;
-  ask.request.udiag_show = UDIAG_SHOW_RQLEN;
+  ask.request.udiag_show = UDIAG_SHOW_RQLEN | UDIAG_SHOW_PEER;
   if (send(fd, &ask, sizeof ask, 0) != static_cast<ssize_t>(sizeof ask)) {
     close(fd);
     return -1;
@@ -131,12 +134,19 @@ int AnyUnixQueued(const std::vector<unsigned long>& sleepers) {
         continue;
       }
       int len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *msg));
+      bool queued = false, from_ignored = false;
       for (auto* a = reinterpret_cast<const rtattr*>(msg + 1); RTA_OK(a, len);
            a = RTA_NEXT(a, len)) {
-        if (a->rta_type != UNIX_DIAG_RQLEN) continue;
-        const auto* q = static_cast<const unix_diag_rqlen*>(RTA_DATA(a));
-        if (q->udiag_rqueue != 0) found = 1;
+        if (a->rta_type == UNIX_DIAG_RQLEN) {
+          const auto* q = static_cast<const unix_diag_rqlen*>(RTA_DATA(a));
+          queued |= q->udiag_rqueue != 0;
+        } else if (a->rta_type == UNIX_DIAG_PEER) {
+          const unsigned long peer = *static_cast<const uint32_t*>(RTA_DATA(a));
+          from_ignored |=
+              std::binary_search(ignored.begin(), ignored.end(), peer);
+        }
       }
+      if (queued && !from_ignored) found = 1;
     }
   }
   close(fd);
@@ -293,7 +303,8 @@ bool ThreadReader::Waiting(pid_t pid, pid_t except_tid,
 }
 
 bool SocketsQuiet(const std::vector<pid_t>& pids,
-                  const std::vector<pid_t>& sleepers) {
+                  const std::vector<pid_t>& sleepers,
+                  std::vector<unsigned long> daemon_ends) {
   std::vector<unsigned long> senders, asleep;
   for (pid_t pid : pids) SocketInodes(pid, &senders);
   for (pid_t pid : sleepers) SocketInodes(pid, &asleep);
@@ -304,7 +315,8 @@ bool SocketsQuiet(const std::vector<pid_t>& pids,
     // Queued, or unreadable: not known to be quiet.
     if (AnyQueued(path, senders, asleep) != 0) return false;
   }
-  return asleep.empty() || AnyUnixQueued(asleep) == 0;
+  std::sort(daemon_ends.begin(), daemon_ends.end());
+  return asleep.empty() || AnyUnixQueued(asleep, daemon_ends) == 0;
 }
 
 pid_t ParentOf(pid_t pid) {

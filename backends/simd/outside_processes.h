@@ -78,9 +78,14 @@ class ThreadReader {
 // outside the fabric) has unread bytes or a connection to accept (Unix
 // sockets through the kernel's socket diagnostics, NETLINK_SOCK_DIAG).
 // Bytes queued to a process parked in a fabric call do not count: it reads
-// them once the fabric wakes it. False also when the kernel cannot be asked.
+// them once the fabric wakes it. Nor do bytes queued to a sleeper by one of
+// `daemon_ends` (the inodes of the daemon's own ends of its sessions):
+// those are doorbells, read only inside a fabric call, and one can be left
+// over (rung just as its reply was seen without sleeping), never a reason
+// the sleeper would wake. False also when the kernel cannot be asked.
 bool SocketsQuiet(const std::vector<pid_t>& pids,
-                  const std::vector<pid_t>& sleepers);
+                  const std::vector<pid_t>& sleepers,
+                  std::vector<unsigned long> daemon_ends = {});
 
 // The parent of `pid` (from /proc/PID/stat), or 0.
 pid_t ParentOf(pid_t pid);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/sim/sim_pcap.h"
@@ -240,10 +241,15 @@ class Server final : public FabricServer, public Sessions {
   // the run: they must be asleep too (a launcher still writing a fence's
   // release to one rank after another would otherwise let time move before
   // the last rank has woken), and no bytes may be on their way to any
-  // sleeper (outside_processes.h). `asleep` gets the launchers added.
+  // sleeper (outside_processes.h), other than our own doorbells. `asleep`
+  // gets the launchers added.
   bool LaunchersQuiet(std::vector<pid_t>* asleep) const {
     std::vector<pid_t> pids;
-    for (const auto& s : sessions_) pids.push_back(s->pid);
+    std::vector<unsigned long> ours;
+    for (const auto& s : sessions_) {
+      pids.push_back(s->pid);
+      ours.push_back(s->fd_inode);
+    }
     for (const auto& s : sessions_) {
       const pid_t p = s->parent;
       if (p <= 1 || p == getpid() ||
@@ -254,7 +260,7 @@ class Server final : public FabricServer, public Sessions {
       pids.push_back(p);
       asleep->push_back(p);
     }
-    return SocketsQuiet(pids, *asleep);
+    return SocketsQuiet(pids, *asleep, std::move(ours));
   }
 
   RunSummary summary() const override {
@@ -399,6 +405,8 @@ class Server final : public FabricServer, public Sessions {
     }
     auto s = std::make_unique<Session>();
     s->fd = fd;
+    struct stat st {};
+    if (fstat(fd, &st) == 0) s->fd_inode = st.st_ino;
     s->pid = cred.pid;
     s->parent = ParentOf(cred.pid);
     s->last_heard_ms = WallMs();

@@ -37,6 +37,7 @@ struct SessionQp {
 
 struct Session {
   int fd = -1;
+  unsigned long fd_inode = 0;  // the socket's inode (outside_processes.h)
   pid_t pid = 0;
   pid_t parent = 0;  // its launcher (mpirun, orted, softfab run)
   // An address session (address_book.h): no node, no memory, not in time.
