@@ -34,7 +34,8 @@ bazel_tests() {
   # Everything is built first, then tested: compilers running beside the tests
   # take the cores that the multi-process tests hand between their processes
   # and the fabric daemon (fi_pingpong -e rdm -m tagged -S all on the shared
-  # fabric: 7 s alone, 56 s beside two busy loops).
+  # fabric: 5 s alone, 17 to 27 s beside two busy loops, and 53 to 72 s before
+  # backends/simd/spin_governor.h).
   bazel build --keep_going "$@" -- $targets >"$log" 2>&1
   bazel test --keep_going "$@" -- $targets >>"$log" 2>&1
   local rc=$?

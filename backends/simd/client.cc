@@ -93,16 +93,16 @@ bool Connection::Post(const Message& m) {
 }
 
 long Connection::AwaitReply(long spin_ns) {
-  timespec start{}, now{};
-  if (spin_ns > 0) clock_gettime(CLOCK_MONOTONIC, &start);
+  uint64_t start = 0, last = 0;
+  if (spin_ns > 0) start = last = MonotonicNs();
   while (true) {
     const long n = mailbox_->TakeReply(&reply_seen_, buf_.data());
     if (n != 0) return n;
     if (spin_ns > 0) {
-      clock_gettime(CLOCK_MONOTONIC, &now);
-      if ((now.tv_sec - start.tv_sec) * 1'000'000'000 + now.tv_nsec -
-              start.tv_nsec <
-          spin_ns) {
+      const uint64_t now = MonotonicNs();
+      spin_.Looked(last, now);
+      last = now;
+      if (now - start < static_cast<uint64_t>(spin_ns) && spin_.MaySpin(now)) {
         // Give the core to a process that has work (another of the run,
         // most often the one the daemon just woke) while looking.
         sched_yield();

@@ -32,6 +32,7 @@
 #include "backends/simd/internal/thread_watch.h"
 #include "backends/simd/mailbox.h"
 #include "backends/simd/outside_processes.h"
+#include "backends/simd/spin_governor.h"
 
 namespace softfab::simd {
 namespace internal {
@@ -42,12 +43,7 @@ namespace {
 constexpr uint64_t kDaemonSpinNs = 50'000;
 constexpr uint64_t kLookEveryNs = 200'000;
 
-uint64_t MonoNs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
-         static_cast<uint64_t>(ts.tv_nsec);
-}
+uint64_t MonoNs() { return MonotonicNs(); }
 
 uint64_t WallMs() {
   timespec ts{};
@@ -161,8 +157,12 @@ class Server final : public FabricServer, public Sessions {
         if (x->node >= 0) (x->parked ? waiting : running) = true;
       }
       now = MonoNs();
-      const bool spin = running && now - served_ns < kDaemonSpinNs;
-      if (spin) sched_yield();  // a process with work comes first
+      const bool spin =
+          running && now - served_ns < kDaemonSpinNs && spin_.MaySpin(now);
+      if (spin) {
+        sched_yield();  // a process with work comes first
+        spin_.Looked(now, MonoNs());
+      }
       if (spin && now - looked_ns < kLookEveryNs) continue;
       looked_ns = now;
       fds.clear();
@@ -877,6 +877,7 @@ class Server final : public FabricServer, public Sessions {
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;
   ThreadWatch watch_{getpid(), options_.watchdog_ms, options_.log};
+  SpinGovernor spin_;  // whether the loop may spin (spin_governor.h)
   std::unique_ptr<sim::PcapCapture> pcap_;
   std::unique_ptr<CompletionTrace> trace_;
   AddressBook book_{[this](const void* owner) { return NodeOfOwner(owner); }};

@@ -14,6 +14,7 @@
 
 #include "backends/simd/mailbox.h"
 #include "backends/simd/protocol.h"
+#include "backends/simd/spin_governor.h"
 #include "transport/status.h"
 #include "transport/transport.h"
 
@@ -93,7 +94,7 @@ class Connection {
   bool Post(const Message& m);
   // The next reply into buf_: its size, or -1 when the daemon is gone.
   // Looks without sleeping for `spin_ns` first (a sleep and a wake-up cost
-  // more than most calls take).
+  // more than most calls take), unless spin_ finds the cores contended.
   long AwaitReply(long spin_ns);
   bool Receive(Reply* reply, std::vector<uint8_t>* tail, long spin_ns);
   template <typename Fn>
@@ -112,6 +113,7 @@ class Connection {
   std::unique_ptr<Mailbox> mailbox_;
   uint32_t request_seq_ = 0;  // the last request placed
   uint32_t reply_seen_ = 0;   // the last reply taken
+  SpinGovernor spin_;         // whether AwaitReply may spin
   std::string last_error_;
   WakeHandler wake_fn_ = nullptr;
   void* wake_self_ = nullptr;
