@@ -818,6 +818,29 @@ class Server final : public FabricServer, public Sessions {
            static_cast<ssize_t>(b.size());
   }
 
+  // Why `s`, neither parked nor gone, does not count as asleep outside the
+  // fabric (AsleepOutside, LaunchersQuiet), for the watchdog's message.
+  const char* WhyNotAsleep(Session* s) const {
+    if (s->window == nullptr) return "it has not said hello";
+    const Mailbox box(s->window);
+    if (box.ReplyUnread(s->reply_seq)) {
+      return "it has not taken the daemon's last reply";
+    }
+    if (box.RequestWaiting(s->request_seen)) {
+      return "its request waits to be served";
+    }
+    if (!AllThreadsSleep(s->pid)) {
+      return "a thread of it is at work (running, or in a timed sleep)";
+    }
+    std::vector<pid_t> asleep = {s->pid};
+    if (!LaunchersQuiet(&asleep)) {
+      return "it sleeps outside the fabric, but bytes are on their way to it "
+             "or another process of the run (a socket), or its launcher is "
+             "at work";
+    }
+    return "it sleeps outside the fabric, while another process runs";
+  }
+
   void Watchdog() {
     const uint64_t now = WallMs();
     for (const auto& s : sessions_) {
@@ -827,9 +850,10 @@ class Server final : public FabricServer, public Sessions {
         std::fprintf(options_.log,
                      "softfab: node %d (pid %d) has kept the fabric "
                      "from advancing for %llu ms: it is neither parked in a "
-                     "call nor gone\n",
+                     "call nor gone; %s\n",
                      s->node, static_cast<int>(s->pid),
-                     static_cast<unsigned long long>(now - s->last_heard_ms));
+                     static_cast<unsigned long long>(now - s->last_heard_ms),
+                     WhyNotAsleep(s.get()));
       }
       if (now - s->last_heard_ms <= options_.watchdog_ms) s->named = false;
     }

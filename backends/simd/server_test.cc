@@ -267,6 +267,7 @@ class OutsideNode {
   int ready() const { return ready_[0]; }
   int wake() const { return wake_[1]; }
   bool started() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
   // Ends its wait on `wake` and returns whether it exited 0.
   bool Finish() {
     close(wake_[1]);
@@ -368,6 +369,69 @@ TEST(FabricDaemon, ALeftOverDoorbellDoesNotHoldTime) {
   // -2: no wake within 10 s of wall time.
   EXPECT_EQ(node1.Call(Op::kPark, park), 0);
   EXPECT_TRUE(node0.Finish());
+}
+
+// The watchdog names a process that holds time and says why, so that a run
+// that stops can be read from its log. Node 0 runs `outside` (told to stop
+// by a byte on `wake`) while node 1 parks; node 1's park returns once node 0
+// is gone.
+void ExpectHeldBecause(void (*outside)(int ready, int wake),
+                       const std::string& reason) {
+  TestDaemon d({}, /*watchdog_ms=*/200);
+  OutsideNode node0(d.path(), [outside](RawClient&, int ready, int wake) {
+    outside(ready, wake);
+  });
+  ASSERT_TRUE(node0.started());
+  char b;
+  ASSERT_EQ(read(node0.ready(), &b, 1), 1);
+  RawClient node1;
+  ASSERT_TRUE(node1.Hello(d.path(), 1, MFD_ALLOW_SEALING, kShadowStart));
+  int parked = -3;
+  std::thread park([&] {
+    Request r;
+    r.c = 1'000'000;
+    parked = node1.Call(Op::kPark, r);
+  });
+  for (int i = 0; i < 500 && d.Log().find(reason) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const std::string log = d.Log();
+  EXPECT_NE(log.find("node 0 (pid " + std::to_string(node0.pid()) +
+                     ") has kept the fabric from advancing"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find(reason), std::string::npos) << log;
+  ASSERT_EQ(write(node0.wake(), "w", 1), 1);
+  EXPECT_TRUE(node0.Finish());
+  park.join();
+  EXPECT_EQ(parked, 0);  // node 0 gone: time moved
+}
+
+TEST(FabricDaemon, TheWatchdogSaysAProcessIsAtWork) {
+  ExpectHeldBecause(
+      [](int ready, int wake) {
+        (void)!write(ready, "r", 1);
+        pollfd p{wake, POLLIN, 0};
+        while (poll(&p, 1, 0) == 0) {
+        }
+      },
+      "a thread of it is at work");
+}
+
+TEST(FabricDaemon, TheWatchdogSaysBytesAreOnTheirWayToASleeper) {
+  ExpectHeldBecause(
+      [](int ready, int wake) {
+        // A byte queued to it by a socket of its own: about to wake, as far
+        // as the daemon can tell.
+        int sp[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM, 0, sp) != 0) _exit(3);
+        if (write(sp[0], "x", 1) != 1) _exit(3);
+        (void)!write(ready, "r", 1);
+        char b;
+        (void)!read(wake, &b, 1);
+      },
+      "it sleeps outside the fabric, but bytes are on their way to it or "
+      "another process of the run");
 }
 
 // Open MPI's ranks wait for the launcher's fence release in a loop that

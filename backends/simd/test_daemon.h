@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -18,10 +19,11 @@
 namespace softfab::simd {
 
 // A daemon of four nodes (and `faults`) serving on a private socket until
-// the test ends.
+// the test ends; `watchdog_ms` as ServerOptions::watchdog_ms.
 class TestDaemon {
  public:
-  explicit TestDaemon(const sim::FaultPlan& faults = {}) {
+  explicit TestDaemon(const sim::FaultPlan& faults = {},
+                      uint64_t watchdog_ms = 10'000) {
     char dir[] = "/tmp/softfab-server-test-XXXXXX";
     dir_ = mkdtemp(dir);
     log_ = tmpfile();
@@ -30,6 +32,7 @@ class TestDaemon {
     o.config.faults = faults;
     o.socket_path = dir_ + "/fabric";
     o.log = log_;
+    o.watchdog_ms = watchdog_ms;
     std::string why;
     auto server = CreateFabricServer(o, &why);
     if (!server.ok()) {
