@@ -30,6 +30,7 @@
 #include "backends/simd/completion_trace.h"
 #include "backends/simd/internal/session.h"
 #include "backends/simd/internal/thread_watch.h"
+#include "backends/simd/internal/time_gate.h"
 #include "backends/simd/mailbox.h"
 #include "backends/simd/outside_processes.h"
 #include "backends/simd/spin_governor.h"
@@ -233,34 +234,6 @@ class Server final : public FabricServer, public Sessions {
       }
     }
     return node_sessions_;
-  }
-
-  // With a process asleep outside the fabric, the launchers that started
-  // the processes (mpirun, orted: each session's parent, unless it is this
-  // daemon's own process, as under `softfab run`) count as processes of
-  // the run: they must be asleep too (a launcher still writing a fence's
-  // release to one rank after another would otherwise let time move before
-  // the last rank has woken), and no bytes may be on their way to any
-  // sleeper (outside_processes.h), other than our own doorbells. `asleep`
-  // gets the launchers added.
-  bool LaunchersQuiet(std::vector<pid_t>* asleep) const {
-    std::vector<pid_t> pids;
-    std::vector<unsigned long> ours;
-    for (const auto& s : sessions_) {
-      pids.push_back(s->pid);
-      ours.push_back(s->fd_inode);
-    }
-    for (const auto& s : sessions_) {
-      const pid_t p = s->parent;
-      if (p <= 1 || p == getpid() ||
-          std::find(pids.begin(), pids.end(), p) != pids.end()) {
-        continue;
-      }
-      if (!AllThreadsSleep(p)) return false;
-      pids.push_back(p);
-      asleep->push_back(p);
-    }
-    return SocketsQuiet(pids, *asleep, std::move(ours));
   }
 
   RunSummary summary() const override {
@@ -613,102 +586,9 @@ class Server final : public FabricServer, public Sessions {
            ever_connected_.end();
   }
 
-  // Time moves when every node that will take part has connected and every
-  // live one is parked (and at least one is).
-  // An outside process (silent for outside_ms while the others wait) counts
-  // as parked: the fabric moves on without it.
-  // While a process is outside, time moves only as far as the events already
-  // in the fabric take it: no parked process's deadline fires and no idle
-  // fabric is declared, since the outside process may yet act (it is
-  // probably waiting, outside, for a parked one). Only once it has been
-  // silent for the watchdog's time do deadlines fire again, as on hardware a
-  // wait with a timeout would end.
-  // kLook: no time moves; parked pollers look first (internal/thread_watch.h).
-  enum class Advancing {
-    kNo,
-    kEveryoneParked,
-    kSomeoneOutside,
-    kOutsideLong,
-    kLook
-  };
-  // A process between calls whose every thread sleeps in the kernel, having
-  // read every reply, waits for something outside the fabric (another
-  // process of the run, most often) and cannot act before that happens: it
-  // counts as parked, as Shadow counts a process blocked in a system call.
-  // Two looks at least a millisecond apart, so a passing sleep (a pipe
-  // write, a lock) is not taken for one.
-  // `fresh` forbids the answer of an earlier look in this millisecond: time
-  // may move only on what the process is doing now (a process seen asleep a
-  // moment ago may since have been woken by a TCP byte, answered, and be
-  // running toward its next call: taking it for asleep let the fabric run
-  // past the completions it was about to poll).
-  bool AsleepOutside(Session* s, uint64_t now, bool fresh) {
-    // Nothing of ours unread by it, nothing of its unread by us (a request
-    // on its way means it is in a call, waiting for our answer). Heard from
-    // within the last millisecond: surely not. /proc is read at most once a
-    // millisecond per process while the daemon spins (its loop turns far
-    // more often); in between, the last look's answer stands, unless fresh.
-    if (!fresh && s->window != nullptr && now == s->outside_looked_ms) {
-      return s->asleep_since_ms != 0 && now - s->asleep_since_ms >= 1;
-    }
-    s->outside_looked_ms = now;
-    if (s->window == nullptr || now - s->last_heard_ms < 1 ||
-        Mailbox(s->window).ReplyUnread(s->reply_seq) ||
-        Mailbox(s->window).RequestWaiting(s->request_seen) ||
-        !AllThreadsSleep(s->pid)) {
-      s->asleep_since_ms = 0;
-      return false;
-    }
-    if (s->asleep_since_ms == 0) s->asleep_since_ms = now;
-    return now - s->asleep_since_ms >= 1;
-  }
-
+  using Advancing = TimeGate::Verdict;
   Advancing CanAdvance() {
-    if (options_.expected_nodes > 0 &&
-        ever_connected_.size() < static_cast<size_t>(options_.expected_nodes)) {
-      return Advancing::kNo;
-    }
-    const uint64_t now = WallMs();
-    bool any = false, outside = false, outside_long = true;
-    std::vector<Session*> sleepers;
-    for (const auto& s : sessions_) {
-      if (s->address_only) continue;           // no node: not in time
-      if (s->node < 0) return Advancing::kNo;  // saying hello
-      if (s->parked) {
-        any = true;
-      } else if (AsleepOutside(s.get(), now, /*fresh=*/false)) {
-        sleepers.push_back(s.get());
-      } else if (options_.outside_ms > 0 &&
-                 now - s->last_heard_ms >= options_.outside_ms) {
-        outside = true;
-        outside_long &= now - s->last_heard_ms >= options_.watchdog_ms;
-      } else {
-        return Advancing::kNo;
-      }
-    }
-    if (!any) return Advancing::kNo;
-    // Everyone else is parked (and stays so: only this loop answers them), so
-    // a sleeper seen asleep now, with quiet sockets below, cannot wake before
-    // the fabric wakes someone. Look again at each: the answers above may be
-    // up to a millisecond old.
-    std::vector<pid_t> asleep;
-    for (Session* s : sleepers) {
-      if (!AsleepOutside(s, now, /*fresh=*/true)) return Advancing::kNo;
-      asleep.push_back(s->pid);
-    }
-    // A sleeper with TCP bytes on their way between processes of the run is
-    // about to wake (outside_processes.h): time waits for it.
-    if (!asleep.empty() && !LaunchersQuiet(&asleep)) return Advancing::kNo;
-    switch (watch_.Check(sessions_, MonoNs())) {
-      case ThreadWatch::Verdict::kBusy:
-        return Advancing::kNo;
-      case ThreadWatch::Verdict::kLook:
-        return Advancing::kLook;
-      case ThreadWatch::Verdict::kSettled:
-        break;
-    }
-    if (!outside) return Advancing::kEveryoneParked;
-    return outside_long ? Advancing::kOutsideLong : Advancing::kSomeoneOutside;
+    return gate_.Check(sessions_, ever_connected_.size(), WallMs(), MonoNs());
   }
 
   void Advance(Advancing how) {
@@ -818,29 +698,6 @@ class Server final : public FabricServer, public Sessions {
            static_cast<ssize_t>(b.size());
   }
 
-  // Why `s`, neither parked nor gone, does not count as asleep outside the
-  // fabric (AsleepOutside, LaunchersQuiet), for the watchdog's message.
-  const char* WhyNotAsleep(Session* s) const {
-    if (s->window == nullptr) return "it has not said hello";
-    const Mailbox box(s->window);
-    if (box.ReplyUnread(s->reply_seq)) {
-      return "it has not taken the daemon's last reply";
-    }
-    if (box.RequestWaiting(s->request_seen)) {
-      return "its request waits to be served";
-    }
-    if (!AllThreadsSleep(s->pid)) {
-      return "a thread of it is at work (running, or in a timed sleep)";
-    }
-    std::vector<pid_t> asleep = {s->pid};
-    if (!LaunchersQuiet(&asleep)) {
-      return "it sleeps outside the fabric, but bytes are on their way to it "
-             "or another process of the run (a socket), or its launcher is "
-             "at work";
-    }
-    return "it sleeps outside the fabric, while another process runs";
-  }
-
   void Watchdog() {
     const uint64_t now = WallMs();
     for (const auto& s : sessions_) {
@@ -853,7 +710,7 @@ class Server final : public FabricServer, public Sessions {
                      "call nor gone; %s\n",
                      s->node, static_cast<int>(s->pid),
                      static_cast<unsigned long long>(now - s->last_heard_ms),
-                     WhyNotAsleep(s.get()));
+                     gate_.WhyNotAsleep(sessions_, s.get()));
       }
       if (now - s->last_heard_ms <= options_.watchdog_ms) s->named = false;
     }
@@ -901,6 +758,8 @@ class Server final : public FabricServer, public Sessions {
   RunSummary summary_;
   uint64_t requests_since_advance_ = 0;
   ThreadWatch watch_{getpid(), options_.watchdog_ms, options_.log};
+  TimeGate gate_{options_.expected_nodes, options_.outside_ms,
+                 options_.watchdog_ms, &watch_};
   SpinGovernor spin_;  // whether the loop may spin (spin_governor.h)
   std::unique_ptr<sim::PcapCapture> pcap_;
   std::unique_ptr<CompletionTrace> trace_;
