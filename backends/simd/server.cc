@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,13 +44,7 @@ constexpr uint64_t kDaemonSpinNs = 50'000;
 constexpr uint64_t kLookEveryNs = 200'000;
 
 uint64_t MonoNs() { return MonotonicNs(); }
-
-uint64_t WallMs() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000 +
-         static_cast<uint64_t>(ts.tv_nsec) / 1'000'000;
-}
+uint64_t WallMs() { return MonotonicNs() / 1'000'000; }
 
 // Receives one datagram into `buf` (kept at kMessageBytesMax bytes, so no
 // receive clears it again) and the fds that came with it (at most one).

@@ -11,6 +11,21 @@
 
 namespace softfab::simd::internal {
 
+const char* TimeGate::Awake(const Session* s) {
+  if (s->window == nullptr) return "it has not said hello";
+  const Mailbox box(s->window);
+  if (box.ReplyUnread(s->reply_seq)) {
+    return "it has not taken the daemon's last reply";
+  }
+  if (box.RequestWaiting(s->request_seen)) {
+    return "its request waits to be served";
+  }
+  if (!AllThreadsSleep(s->pid)) {
+    return "a thread of it is at work (running, or in a timed sleep)";
+  }
+  return nullptr;
+}
+
 bool TimeGate::AsleepOutside(Session* s, uint64_t now, bool fresh) {
   // Nothing of ours unread by it, nothing of its unread by us (a request
   // on its way means it is in a call, waiting for our answer). Heard from
@@ -21,10 +36,7 @@ bool TimeGate::AsleepOutside(Session* s, uint64_t now, bool fresh) {
     return s->asleep_since_ms != 0 && now - s->asleep_since_ms >= 1;
   }
   s->outside_looked_ms = now;
-  if (s->window == nullptr || now - s->last_heard_ms < 1 ||
-      Mailbox(s->window).ReplyUnread(s->reply_seq) ||
-      Mailbox(s->window).RequestWaiting(s->request_seen) ||
-      !AllThreadsSleep(s->pid)) {
+  if (now - s->last_heard_ms < 1 || Awake(s) != nullptr) {
     s->asleep_since_ms = 0;
     return false;
   }
@@ -34,12 +46,11 @@ bool TimeGate::AsleepOutside(Session* s, uint64_t now, bool fresh) {
 
 TimeGate::Verdict TimeGate::Check(
     const std::vector<std::unique_ptr<Session>>& sessions,
-    size_t nodes_connected, uint64_t now_ms, uint64_t now_ns) {
+    size_t nodes_connected, uint64_t now, uint64_t now_ns) {
   if (expected_nodes_ > 0 &&
       nodes_connected < static_cast<size_t>(expected_nodes_)) {
     return Verdict::kNo;
   }
-  const uint64_t now = now_ms;
   bool any = false, outside = false, outside_long = true;
   std::vector<Session*> sleepers;
   for (const auto& s : sessions) {
@@ -106,17 +117,7 @@ bool TimeGate::LaunchersQuiet(
 
 const char* TimeGate::WhyNotAsleep(
     const std::vector<std::unique_ptr<Session>>& sessions, Session* s) const {
-  if (s->window == nullptr) return "it has not said hello";
-  const Mailbox box(s->window);
-  if (box.ReplyUnread(s->reply_seq)) {
-    return "it has not taken the daemon's last reply";
-  }
-  if (box.RequestWaiting(s->request_seen)) {
-    return "its request waits to be served";
-  }
-  if (!AllThreadsSleep(s->pid)) {
-    return "a thread of it is at work (running, or in a timed sleep)";
-  }
+  if (const char* why = Awake(s)) return why;
   std::vector<pid_t> asleep = {s->pid};
   if (!LaunchersQuiet(sessions, &asleep)) {
     return "it sleeps outside the fabric, but bytes are on their way to it "

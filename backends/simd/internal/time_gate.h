@@ -49,9 +49,9 @@ class TimeGate {
         watch_(watch) {}
 
   // Whether (and how) time may move now. `nodes_connected`: how many nodes
-  // have ever said hello; `now_ms`, `now_ns`: the monotonic clock.
+  // have ever said hello; `now` (ms), `now_ns`: the monotonic clock.
   Verdict Check(const std::vector<std::unique_ptr<Session>>& sessions,
-                size_t nodes_connected, uint64_t now_ms, uint64_t now_ns);
+                size_t nodes_connected, uint64_t now, uint64_t now_ns);
 
   // Why `s`, neither parked nor gone, does not count as asleep outside the
   // fabric, for the watchdog's message.
@@ -71,6 +71,9 @@ class TimeGate {
   // running toward its next call: taking it for asleep let the fabric run
   // past the completions it was about to poll).
   static bool AsleepOutside(Session* s, uint64_t now, bool fresh);
+  // Why `s` cannot be asleep outside the fabric as it stands (no hello yet,
+  // a reply or request under way, a thread at work), or null.
+  static const char* Awake(const Session* s);
 
   // With a process asleep outside the fabric, the launchers that started
   // the processes (mpirun, orted: each session's parent, unless it is this
