@@ -3,6 +3,8 @@
 // source address receives report).
 #include "core/connection_table.h"
 
+#include <cstddef>
+
 #include "core/internal/endpoint_common.h"
 #include "core/rx_context.h"
 
@@ -23,6 +25,26 @@ void ConnectionTable::Rename(uint32_t peer, const wire::Name& name) {
   by_name_.erase(peers_[peer].name);
   peers_[peer].name = name;
   by_name_.emplace(name, peer);
+}
+
+void ConnectionTable::SetQpn(uint32_t qp_num, uint32_t peer) {
+  const size_t i = QpnSlot(qp_num);
+  if (i < by_qpn_.size() && by_qpn_[i].qpn == qp_num) {
+    by_qpn_[i].peer = peer;
+  } else {
+    by_qpn_.insert(by_qpn_.begin() + static_cast<ptrdiff_t>(i), {qp_num, peer});
+  }
+  last_qpn_valid_ = false;
+}
+
+void ConnectionTable::ForgetQpn(uint32_t qp_num, uint32_t peer) {
+  const size_t i = QpnSlot(qp_num);
+  if (i == by_qpn_.size() || by_qpn_[i].qpn != qp_num ||
+      by_qpn_[i].peer != peer) {
+    return;
+  }
+  by_qpn_.erase(by_qpn_.begin() + static_cast<ptrdiff_t>(i));
+  last_qpn_valid_ = false;
 }
 
 void ConnectionTable::Clear() {

@@ -137,25 +137,17 @@ class ConnectionTable {
   // The last answer is kept: completions come in runs from one connection.
   std::optional<uint32_t> ByQpn(uint32_t qp_num) const {
     if (qp_num == last_qpn_ && last_qpn_valid_) return last_peer_;
-    auto it = by_qpn_.find(qp_num);
-    if (it == by_qpn_.end()) return std::nullopt;
+    const size_t i = QpnSlot(qp_num);
+    if (i == by_qpn_.size() || by_qpn_[i].qpn != qp_num) return std::nullopt;
     last_qpn_ = qp_num;
-    last_peer_ = it->second;
+    last_peer_ = by_qpn_[i].peer;
     last_qpn_valid_ = true;
-    return it->second;
+    return last_peer_;
   }
-  void SetQpn(uint32_t qp_num, uint32_t peer) {
-    by_qpn_[qp_num] = peer;
-    last_qpn_valid_ = false;
-  }
+  void SetQpn(uint32_t qp_num, uint32_t peer);
   // Forgets `qp_num` if it still names `peer`'s QP (a device may have given
   // the number to another peer's QP since).
-  void ForgetQpn(uint32_t qp_num, uint32_t peer) {
-    auto it = by_qpn_.find(qp_num);
-    if (it == by_qpn_.end() || it->second != peer) return;
-    by_qpn_.erase(it);
-    last_qpn_valid_ = false;
-  }
+  void ForgetQpn(uint32_t qp_num, uint32_t peer);
   // The peer at AV index `dest` of `av`, added when the AV names an endpoint
   // not in the table (NoMemory past `peers_max`); cached while the AV is
   // unchanged.
@@ -223,7 +215,27 @@ class ConnectionTable {
  private:
   std::vector<Peer> peers_;
   std::map<wire::Name, uint32_t> by_name_;
-  std::map<uint32_t, uint32_t> by_qpn_;
+  // QP number -> peer, sorted by QP number: a lookup is a binary search over
+  // one array (a connection is made or reset far more rarely than a
+  // completion arrives, so an insertion may move the entries after it).
+  struct QpnEntry {
+    uint32_t qpn;
+    uint32_t peer;
+  };
+  // The first entry whose QP number is not below `qp_num` (size() if none),
+  // by a search whose steps do not branch on the comparison.
+  size_t QpnSlot(uint32_t qp_num) const {
+    const QpnEntry* base = by_qpn_.data();
+    size_t n = by_qpn_.size();
+    if (n == 0) return 0;
+    while (n > 1) {
+      const size_t half = n / 2;
+      base = base[half - 1].qpn < qp_num ? base + half : base;
+      n -= half;
+    }
+    return static_cast<size_t>(base - by_qpn_.data()) + (base->qpn < qp_num);
+  }
+  std::vector<QpnEntry> by_qpn_;
   mutable uint32_t last_qpn_ = 0;  // ByQpn's last answer
   mutable uint32_t last_peer_ = 0;
   mutable bool last_qpn_valid_ = false;
