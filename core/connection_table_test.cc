@@ -6,8 +6,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "core/wire.h"
 
@@ -57,6 +59,7 @@ TEST(ConnectionTableTest, TheQpNumberIndexAgreesWithAMap) {
   std::map<uint32_t, uint32_t> model;
   std::vector<uint32_t> peers;
   for (uint32_t i = 0; i < 40; ++i) peers.push_back(t.FindOrAdd(NameOf(i + 1)));
+  int forgotten = 0;
   uint32_t x = 7;
   auto next = [&x](uint32_t bound) {
     x = x * 1664525u + 1013904223u;
@@ -64,11 +67,19 @@ TEST(ConnectionTableTest, TheQpNumberIndexAgreesWithAMap) {
   };
   for (int step = 0; step < 4000; ++step) {
     const uint32_t qpn = next(64);  // few numbers: they are given again
-    const uint32_t peer = peers[next(static_cast<uint32_t>(peers.size()))];
+    uint32_t peer = peers[next(static_cast<uint32_t>(peers.size()))];
     if (next(3) == 0) {
+      // Half the resets are by the number's holder (they forget it), half by
+      // a peer whose old number was given to another (they must not).
+      if (auto held = model.find(qpn); held != model.end() && next(2) == 0) {
+        peer = held->second;
+      }
       t.ForgetQpn(qpn, peer);
       auto it = model.find(qpn);
-      if (it != model.end() && it->second == peer) model.erase(it);
+      if (it != model.end() && it->second == peer) {
+        model.erase(it);
+        ++forgotten;
+      }
     } else {
       t.SetQpn(qpn, peer);
       model[qpn] = peer;
@@ -82,6 +93,7 @@ TEST(ConnectionTableTest, TheQpNumberIndexAgreesWithAMap) {
     }
   }
   EXPECT_FALSE(model.empty());
+  EXPECT_GT(forgotten, 100);  // the resets did remove numbers
 }
 
 }  // namespace
